@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every check: formatting, lints, unit and integration tests, browser tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+source scripts/env.sh
+t0=$SECONDS
+step() { echo "=== [$((SECONDS - t0))s] $*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "build the console (wasm + css) and the server"
+cargo leptos build
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "unit and integration tests"
+cargo test --workspace
+
+step "browser tests"
+node --test --test-concurrency=1 end2end/
+
+step "done"

@@ -1,0 +1,198 @@
+//! The run event log over SSE (with `Last-Event-ID`) and long polling.
+
+use super::error::{ApiError, ApiResult};
+use super::extract::Authed;
+use crate::state::AppState;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::stream::{self, Stream};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+use tokio::sync::broadcast;
+use tollgate::auth::Scope;
+use tollgate::ids::parse_run_id;
+use tollgate::{Actor, Engine, RunEvent};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamQuery {
+    stream_mode: Option<String>,
+    after_sequence: Option<i64>,
+    #[allow(dead_code)] // accepted for compatibility; events are sent as they commit
+    buffer_ms: Option<u64>,
+}
+
+fn check_stream_mode(mode: Option<&str>) -> ApiResult<()> {
+    match mode {
+        None | Some("updates") | Some("debug") => Ok(()),
+        Some(other) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "unsupported_stream_mode",
+            format!("streamMode {other:?} is not supported; use updates or debug"),
+        )),
+    }
+}
+
+/// `GET /runs/{runId}/events`: SSE, or `{events}` JSON when the client asks for JSON.
+pub async fn stream(
+    State(state): State<AppState>,
+    auth: Authed,
+    headers: HeaderMap,
+    Path(run_id): Path<String>,
+    Query(q): Query<StreamQuery>,
+) -> ApiResult<Response> {
+    auth.require(Scope::RunsRead)?;
+    check_stream_mode(q.stream_mode.as_deref())?;
+    let run_id = parse_run_id(&run_id)?;
+    let after = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .or(q.after_sequence)
+        .unwrap_or(-1);
+    let wants_json = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/json") && !a.contains("text/event-stream"));
+    if wants_json {
+        let (events, _) = state
+            .engine
+            .events_after(&run_id, &auth.actor, after, 10_000)
+            .await?;
+        return Ok(Json(json!({ "runId": run_id, "events": events })).into_response());
+    }
+    // Fail before streaming if the run is not visible.
+    state.engine.snapshot(&run_id, &auth.actor).await?;
+    let notices = state.engine.subscribe();
+    let body = event_stream(state.engine.clone(), auth.actor, run_id, after, notices);
+    Ok(Sse::new(body)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+struct Cursor {
+    engine: Engine,
+    actor: Actor,
+    run_id: String,
+    after: i64,
+    buffer: VecDeque<RunEvent>,
+    notices: broadcast::Receiver<String>,
+    done: bool,
+}
+
+fn event_stream(
+    engine: Engine,
+    actor: Actor,
+    run_id: String,
+    after: i64,
+    notices: broadcast::Receiver<String>,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    let cursor = Cursor {
+        engine,
+        actor,
+        run_id,
+        after,
+        buffer: VecDeque::new(),
+        notices,
+        done: false,
+    };
+    stream::unfold(cursor, |mut c| async move {
+        loop {
+            if let Some(e) = c.buffer.pop_front() {
+                c.after = e.sequence;
+                if e.is_terminal() {
+                    c.done = true;
+                }
+                let data = serde_json::to_string(&e).unwrap_or_default();
+                let event = Event::default()
+                    .id(e.sequence.to_string())
+                    .event(e.event_type.clone())
+                    .data(data);
+                return Some((Ok(event), c));
+            }
+            if c.done {
+                return None;
+            }
+            match c.engine.events_after(&c.run_id, &c.actor, c.after, 500).await {
+                Ok((events, snapshot)) => {
+                    if events.is_empty() {
+                        let terminal = snapshot["status"]
+                            .as_str()
+                            .is_some_and(tollgate::engine::is_terminal_status);
+                        if terminal {
+                            return None;
+                        }
+                        // Wait for this run's log to grow.
+                        loop {
+                            match c.notices.recv().await {
+                                Ok(id) if id == c.run_id => break,
+                                Ok(_) => continue,
+                                Err(broadcast::error::RecvError::Lagged(_)) => break,
+                                Err(broadcast::error::RecvError::Closed) => return None,
+                            }
+                        }
+                    }
+                    c.buffer.extend(events);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "event stream ended");
+                    return None;
+                }
+            }
+        }
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PollQuery {
+    after_sequence: Option<i64>,
+    timeout: Option<f64>,
+    stream_mode: Option<String>,
+}
+
+/// `GET /runs/{runId}/events/poll`: long poll for events after `afterSequence`.
+pub async fn poll(
+    State(state): State<AppState>,
+    auth: Authed,
+    Path(run_id): Path<String>,
+    Query(q): Query<PollQuery>,
+) -> ApiResult<Json<Value>> {
+    auth.require(Scope::RunsRead)?;
+    check_stream_mode(q.stream_mode.as_deref())?;
+    let run_id = parse_run_id(&run_id)?;
+    let timeout = q.timeout.unwrap_or(30.0);
+    if !(1.0..=60.0).contains(&timeout) {
+        return Err(ApiError::validation(
+            "timeout",
+            "timeout must be between 1 and 60 seconds",
+        ));
+    }
+    let after = q.after_sequence.unwrap_or(-1);
+    if after < -1 {
+        return Err(ApiError::validation(
+            "afterSequence",
+            "afterSequence must be ≥ -1",
+        ));
+    }
+    let (events, snapshot) = state
+        .engine
+        .poll_events(&run_id, &auth.actor, after, Duration::from_secs_f64(timeout))
+        .await?;
+    let last = events.last().map(|e| e.sequence).unwrap_or(-1);
+    let status = snapshot["status"].clone();
+    let terminal = status.as_str().is_some_and(tollgate::engine::is_terminal_status);
+    Ok(Json(json!({
+        "runId": run_id,
+        "events": events,
+        "lastSequence": last,
+        "status": status,
+        "isTerminal": terminal,
+    })))
+}

@@ -1,0 +1,192 @@
+//! Configuration: a TOML file, overridden by `TOLLGATE_*` environment
+//! variables (`TOLLGATE_SERVER__BIND`, `TOLLGATE_DATABASE__URL`, …).
+
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub server: ServerConfig,
+    #[serde(default)]
+    pub database: DatabaseConfig,
+    #[serde(default)]
+    pub workflows: WorkflowsConfig,
+    #[serde(default)]
+    pub principals: Vec<PrincipalConfig>,
+    #[serde(default)]
+    pub api_keys: Vec<ApiKeyConfig>,
+    #[serde(default)]
+    pub token_keys: Vec<TokenKeyConfig>,
+    /// Runs to start when the database has none (demo data).
+    #[serde(default)]
+    pub demo_runs: Vec<DemoRunConfig>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DemoRunConfig {
+    pub workflow: String,
+    pub principal: String,
+    pub inputs: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    pub bind: SocketAddr,
+    /// The address people and clients use to reach this server (links, eventsUrl).
+    pub public_url: String,
+    /// Tenant of principals that do not name one.
+    pub tenant: String,
+    /// Where the built console assets are (`target/site` when unset and found).
+    pub site_root: Option<PathBuf>,
+    /// How often deadlines and delays are checked, in milliseconds.
+    pub timer_interval_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bind: "127.0.0.1:3000".parse().expect("valid"),
+            public_url: "http://127.0.0.1:3000".into(),
+            tenant: "default".into(),
+            site_root: None,
+            timer_interval_ms: 200,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseConfig {
+    pub url: String,
+    pub durability: tollgate::Durability,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        DatabaseConfig {
+            url: "sqlite://tollgate.db".into(),
+            durability: tollgate::Durability::Full,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowsConfig {
+    #[serde(default)]
+    pub dirs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrincipalConfig {
+    pub id: String,
+    pub name: Option<String>,
+    pub email: Option<String>,
+    #[serde(default)]
+    pub groups: Vec<String>,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    pub tenant: Option<String>,
+    /// May release a gate alone where the gate sets `overrideBypassesQuorum`.
+    #[serde(default)]
+    pub r#override: bool,
+    /// argon2 PHC string for console sign-in.
+    pub password_hash: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyConfig {
+    pub key: String,
+    pub principal: String,
+    pub scopes: Vec<String>,
+    pub label: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenKeyConfig {
+    pub kid: String,
+    pub secret: String,
+}
+
+impl Config {
+    /// Defaults, then the file (if any), then the environment.
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
+        let mut fig = Figment::from(Serialized::defaults(Config {
+            server: ServerConfig::default(),
+            database: DatabaseConfig::default(),
+            workflows: WorkflowsConfig::default(),
+            principals: vec![],
+            api_keys: vec![],
+            token_keys: vec![],
+            demo_runs: vec![],
+        }));
+        if let Some(path) = file {
+            if !path.exists() {
+                anyhow::bail!("config file {} does not exist", path.display());
+            }
+            fig = fig.merge(Toml::file(path));
+        }
+        let mut config: Config = fig
+            .merge(Env::prefixed("TOLLGATE_").split("__"))
+            .extract()
+            .map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
+        // Relative workflow dirs are relative to the config file.
+        if let Some(base) = file.and_then(Path::parent) {
+            for d in &mut config.workflows.dirs {
+                if d.is_relative() {
+                    *d = base.join(&*d);
+                }
+            }
+        }
+        config.check()?;
+        Ok(config)
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        for p in &self.principals {
+            if p.id.is_empty() || p.id.contains('/') || p.id.chars().any(char::is_whitespace) {
+                anyhow::bail!(
+                    "principals: id {:?} must be non-empty, without '/' or spaces",
+                    p.id
+                );
+            }
+        }
+        for (i, k) in self.api_keys.iter().enumerate() {
+            if k.key.len() < 16 {
+                anyhow::bail!("api_keys[{i}].key: at least 16 characters");
+            }
+            if !self.principals.iter().any(|p| p.id == k.principal) {
+                anyhow::bail!("api_keys[{i}].principal: unknown principal {:?}", k.principal);
+            }
+            tollgate::auth::parse_scopes(&k.scopes)
+                .map_err(|e| anyhow::anyhow!("api_keys[{i}].scopes: {e}"))?;
+        }
+        for (i, r) in self.demo_runs.iter().enumerate() {
+            if !self.principals.iter().any(|p| p.id == r.principal) {
+                anyhow::bail!("demo_runs[{i}].principal: unknown principal {:?}", r.principal);
+            }
+        }
+        for (i, k) in self.token_keys.iter().enumerate() {
+            if !tollgate::ids::is_tenant_id(&k.kid) {
+                anyhow::bail!("token_keys[{i}].kid: must match ^[A-Za-z0-9._~-]{{1,128}}$");
+            }
+            if k.secret.len() < 32 {
+                anyhow::bail!("token_keys[{i}].secret: at least 32 characters");
+            }
+        }
+        if !tollgate::ids::is_tenant_id(&self.server.tenant) {
+            anyhow::bail!("server.tenant: must match ^[A-Za-z0-9._~-]{{1,128}}$");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,197 @@
+//! Starting the server: engine, configuration sync, routes, timers.
+
+use crate::api;
+use crate::config::Config;
+use crate::state::AppState;
+use axum::routing::get;
+use axum::Router;
+use leptos::prelude::*;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tollgate::{Engine, EngineOptions, Principal};
+use tower_http::trace::TraceLayer;
+
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn,tower_http=warn".into()),
+        )
+        .init();
+
+    let mut options = EngineOptions::new(&config.database.url);
+    options.durability = config.database.durability;
+    let engine = Engine::open(options).await?;
+    sync_config(&engine, &config).await?;
+
+    let listener = tokio::net::TcpListener::bind(config.server.bind).await?;
+    let addr = listener.local_addr()?;
+    let site_root = find_site_root(config.server.site_root.as_deref());
+    let leptos = LeptosOptions::builder()
+        .output_name("tollgate")
+        .site_root(site_root.to_string_lossy().to_string())
+        .site_pkg_dir("pkg")
+        .site_addr(addr)
+        .build();
+    if !site_root.join("pkg").exists() {
+        tracing::warn!(site_root = %site_root.display(), "console assets not found; build them with `cargo leptos build`");
+    }
+
+    let interval = Duration::from_millis(config.server.timer_interval_ms.max(10));
+    let state = AppState {
+        engine: engine.clone(),
+        config: Arc::new(config),
+        leptos,
+    };
+    let app = router(state);
+
+    let timers = tokio::spawn(run_timers(engine.clone(), interval));
+    // Printed for people and for tests that bind port 0.
+    println!("tollgate listening on http://{addr}");
+    tracing::info!(%addr, "listening");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    timers.abort();
+    Ok(())
+}
+
+pub fn router(state: AppState) -> Router {
+    let leptos = state.leptos.clone();
+    let routes = generate_route_list(tollgate_app::App);
+    let engine = state.engine.clone();
+    Router::new()
+        .route("/healthz", get(healthz))
+        .merge(api::router())
+        .leptos_routes_with_context(&state, routes, move || provide_context(engine.clone()), {
+            let leptos = leptos.clone();
+            move || tollgate_app::shell(leptos.clone())
+        })
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
+            tollgate_app::shell,
+        ))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn healthz(axum::extract::State(state): axum::extract::State<AppState>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match state.engine.overview().await {
+        Ok(_) => axum::Json(serde_json::json!({"status": "ok"})).into_response(),
+        Err(e) => (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(serde_json::json!({"status": "unavailable", "error": e.to_string()})),
+        )
+            .into_response(),
+    }
+}
+
+/// Fires passed deadlines and due delays. Deadlines missed while the server
+/// was down fire on the first tick.
+async fn run_timers(engine: Engine, every: Duration) {
+    loop {
+        if let Err(e) = engine.fire_due().await {
+            tracing::error!(error = %e, "timer sweep failed");
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// Puts the configured directory, keys and workflows into the engine.
+async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
+    for p in &config.principals {
+        engine
+            .upsert_principal(Principal {
+                id: p.id.clone(),
+                tenant: p.tenant.clone().unwrap_or_else(|| config.server.tenant.clone()),
+                name: p.name.clone().unwrap_or_else(|| p.id.clone()),
+                email: p.email.clone(),
+                groups: p.groups.clone(),
+                roles: p.roles.clone(),
+                is_override: p.r#override,
+            })
+            .await?;
+    }
+    for k in &config.api_keys {
+        let scopes = tollgate::auth::parse_scopes(&k.scopes).map_err(anyhow::Error::msg)?;
+        engine
+            .put_api_key(&k.key, &k.principal, &scopes, k.label.clone())
+            .await?;
+    }
+    for dir in &config.workflows.dirs {
+        for (path, result) in engine.load_workflow_dir(dir).await {
+            match result {
+                Ok(info) => tracing::info!(workflow = %info.id, file = %path.display(), "workflow loaded"),
+                Err(e) => tracing::error!(file = %path.display(), error = %e, "workflow refused; not listed"),
+            }
+        }
+    }
+    if !config.demo_runs.is_empty() && engine.overview().await?.runs == 0 {
+        for r in &config.demo_runs {
+            let principal = engine
+                .principal(&r.principal)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("demo run: unknown principal {}", r.principal))?;
+            let actor = tollgate::Actor {
+                principal,
+                lane: tollgate::Lane::ApiKey,
+            };
+            let req = tollgate::CreateRun {
+                workflow_id: r.workflow.clone(),
+                inputs: r.inputs.clone(),
+                ..Default::default()
+            };
+            match engine.create_run(req, &actor, None).await.and_then(|o| o.result) {
+                Ok(run) => tracing::info!(run = %run.run_id, workflow = %r.workflow, "demo run started"),
+                Err(e) => tracing::warn!(workflow = %r.workflow, error = %e, "demo run not started"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The console's built assets: configured, `LEPTOS_SITE_ROOT`, `./target/site`,
+/// or `site` beside the binary's target directory.
+fn find_site_root(configured: Option<&Path>) -> PathBuf {
+    if let Some(p) = configured {
+        return p.to_path_buf();
+    }
+    if let Ok(p) = std::env::var("LEPTOS_SITE_ROOT") {
+        return PathBuf::from(p);
+    }
+    let mut candidates = vec![PathBuf::from("target/site")];
+    if let Ok(exe) = std::env::current_exe() {
+        // target/<profile>/tollgate → target/site
+        if let Some(target) = exe.parent().and_then(Path::parent) {
+            candidates.push(target.join("site"));
+        }
+        if let Some(dir) = exe.parent() {
+            candidates.push(dir.join("site"));
+        }
+    }
+    candidates
+        .iter()
+        .find(|c| c.join("pkg").exists())
+        .cloned()
+        .unwrap_or_else(|| candidates[0].clone())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

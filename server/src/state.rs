@@ -1,0 +1,20 @@
+//! State shared by every handler.
+
+use crate::config::Config;
+use axum::extract::FromRef;
+use leptos::prelude::LeptosOptions;
+use std::sync::Arc;
+use tollgate::Engine;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub engine: Engine,
+    pub config: Arc<Config>,
+    pub leptos: LeptosOptions,
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(s: &AppState) -> Self {
+        s.leptos.clone()
+    }
+}

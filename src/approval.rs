@@ -1,0 +1,581 @@
+//! Approval gates: actions and their required fields, quorum, rejection
+//! policy, override, eligibility, timeout-as-reject. Pure functions; the
+//! runtime applies their verdicts.
+
+use crate::directory::Principal;
+use crate::error::{EngineError, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub const ACTIONS: [&str; 5] = ["accept", "reject", "refine", "edit-accept", "ask"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum RejectionPolicy {
+    #[default]
+    #[serde(rename = "single-veto")]
+    SingleVeto,
+    #[serde(rename = "majority")]
+    Majority,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnTimeout {
+    #[default]
+    Reject,
+    /// Treated as reject: a timeout never grants.
+    Approve,
+    /// Notifies; never extends or grants.
+    Escalate,
+}
+
+/// Who may decide and how many must agree; copied onto each pending interrupt
+/// so a later change of the definition never changes an open gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRules {
+    pub actions: Vec<String>,
+    pub required_approvals: u32,
+    pub rejection_policy: RejectionPolicy,
+    pub override_bypasses_quorum: bool,
+    pub approvers_list: Vec<String>,
+    pub approver_group_refs: Vec<String>,
+    pub approver_role_refs: Vec<String>,
+    /// Tollgate extension (`preventSelfApproval`): the run's owner may not vote.
+    pub prevent_self_approval: bool,
+    pub on_timeout: OnTimeout,
+}
+
+impl ApprovalRules {
+    /// Reads the rules from a `core.approvalGate` config (or approval `data`);
+    /// errors name the field.
+    pub fn from_config(config: &Value) -> std::result::Result<Self, String> {
+        let actions: Vec<String> = match config.get("actions") {
+            Some(Value::Array(items)) if !items.is_empty() => {
+                let mut out = Vec::new();
+                for a in items {
+                    match a.as_str() {
+                        Some(s) if ACTIONS.contains(&s) => {
+                            if !out.iter().any(|x: &String| x == s) {
+                                out.push(s.to_string())
+                            }
+                        }
+                        _ => return Err(format!("actions: {a} is not one of {}", ACTIONS.join(", "))),
+                    }
+                }
+                out
+            }
+            _ => return Err("actions: required, a non-empty array".into()),
+        };
+        let required_approvals = match config.get("requiredApprovals") {
+            None | Some(Value::Null) => 1,
+            Some(v) => match v.as_u64() {
+                Some(n) if (1..=1000).contains(&n) => n as u32,
+                _ => return Err("requiredApprovals: must be an integer ≥ 1".into()),
+            },
+        };
+        let rejection_policy = match config.get("rejectionPolicy") {
+            None | Some(Value::Null) => RejectionPolicy::SingleVeto,
+            Some(v) => serde_json::from_value(v.clone())
+                .map_err(|_| "rejectionPolicy: must be \"single-veto\" or \"majority\"".to_string())?,
+        };
+        let on_timeout = match config.get("onTimeout") {
+            None | Some(Value::Null) => OnTimeout::Reject,
+            Some(v) => serde_json::from_value(v.clone())
+                .map_err(|_| "onTimeout: must be \"reject\", \"approve\" or \"escalate\"".to_string())?,
+        };
+        let bool_field = |name: &str, default: bool| -> std::result::Result<bool, String> {
+            match config.get(name) {
+                None | Some(Value::Null) => Ok(default),
+                Some(Value::Bool(b)) => Ok(*b),
+                Some(_) => Err(format!("{name}: must be a boolean")),
+            }
+        };
+        let list = |name: &str| -> std::result::Result<Vec<String>, String> {
+            match config.get(name) {
+                None | Some(Value::Null) => Ok(vec![]),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|i| {
+                        i.as_str()
+                            .filter(|s| !s.is_empty())
+                            .map(str::to_string)
+                            .ok_or_else(|| format!("{name}: entries must be non-empty strings"))
+                    })
+                    .collect(),
+                Some(_) => Err(format!("{name}: must be an array of strings")),
+            }
+        };
+        Ok(ApprovalRules {
+            actions,
+            required_approvals,
+            rejection_policy,
+            override_bypasses_quorum: bool_field("overrideBypassesQuorum", false)?,
+            approvers_list: list("approversList")?,
+            approver_group_refs: list("approverGroupRefs")?,
+            approver_role_refs: list("approverRoleRefs")?,
+            prevent_self_approval: bool_field("preventSelfApproval", required_approvals > 1)?,
+            on_timeout,
+        })
+    }
+
+    /// Decides whether `principal` may vote; returns the ref that admits them.
+    /// Membership is read from the principal as it is now (decision time).
+    pub fn eligibility(&self, principal: &Principal, run_owner: &str) -> Result<String> {
+        if self.prevent_self_approval && principal.id == run_owner {
+            return Err(EngineError::Forbidden(
+                "the principal who started the run may not approve its own gate".into(),
+            ));
+        }
+        if self.approvers_list.is_empty()
+            && self.approver_group_refs.is_empty()
+            && self.approver_role_refs.is_empty()
+        {
+            return Ok("scope:approvals:respond".into());
+        }
+        let qualified = format!("{}:{}", crate::directory::ISSUER, principal.id);
+        if self
+            .approvers_list
+            .iter()
+            .any(|a| *a == principal.id || *a == qualified)
+        {
+            return Ok(format!("principal:{}", principal.id));
+        }
+        if let Some(g) = self
+            .approver_group_refs
+            .iter()
+            .find(|g| principal.groups.contains(g))
+        {
+            return Ok(format!("group:{g}"));
+        }
+        if let Some(r) = self
+            .approver_role_refs
+            .iter()
+            .find(|r| principal.roles.contains(r))
+        {
+            return Ok(format!("role:{r}"));
+        }
+        Err(EngineError::Forbidden(format!(
+            "{} is not an eligible approver of this gate",
+            principal.id
+        )))
+    }
+}
+
+/// A checked approval resume value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalResume {
+    pub action: String,
+    pub value: Value,
+}
+
+/// Checks an approval resume value against the gate's actions and the
+/// per-action required fields. `timeout` is record-only and always refused.
+pub fn parse_resume(rules: &ApprovalRules, value: &Value) -> Result<ApprovalResume> {
+    let obj = value
+        .as_object()
+        .ok_or_else(|| EngineError::validation("resumeValue", "resumeValue must be an object"))?;
+    let action = match obj.get("action") {
+        Some(Value::String(a)) => a.clone(),
+        Some(_) => {
+            return Err(EngineError::validation(
+                "resumeValue.action",
+                "action must be a string",
+            ))
+        }
+        None => {
+            return Err(EngineError::validation(
+                "resumeValue.action",
+                "action is required",
+            ))
+        }
+    };
+    if action == "timeout" {
+        return Err(EngineError::validation(
+            "resumeValue.action",
+            "action \"timeout\" is recorded by the engine when a deadline passes; it cannot be requested",
+        ));
+    }
+    if !rules.actions.contains(&action) {
+        return Err(EngineError::validation(
+            "resumeValue.action",
+            format!(
+                "action \"{action}\" is not allowed here; allowed: {}",
+                rules.actions.join(", ")
+            ),
+        ));
+    }
+    match action.as_str() {
+        "refine" => {
+            let fb = obj.get("refineFeedback").ok_or_else(|| {
+                EngineError::validation("resumeValue.refineFeedback", "refine requires refineFeedback")
+            })?;
+            check_refine_feedback(fb)?;
+        }
+        "edit-accept" => match obj.get("editedArtifactData") {
+            None | Some(Value::Null) => {
+                return Err(EngineError::validation(
+                    "resumeValue.editedArtifactData",
+                    "edit-accept requires editedArtifactData",
+                ))
+            }
+            Some(_) => {}
+        },
+        _ => {}
+    }
+    if let Some(v) = obj.get("decidedAt") {
+        let ok = v
+            .as_str()
+            .is_some_and(|s| chrono::DateTime::parse_from_rfc3339(s).is_ok());
+        if !ok {
+            return Err(EngineError::validation(
+                "resumeValue.decidedAt",
+                "decidedAt must be an RFC 3339 date-time",
+            ));
+        }
+    }
+    if let Some(v) = obj.get("decidedBy") {
+        if !v.is_string() {
+            return Err(EngineError::validation(
+                "resumeValue.decidedBy",
+                "decidedBy must be a string",
+            ));
+        }
+    }
+    if let Some(v) = obj.get("feedback") {
+        if !v.is_string() {
+            return Err(EngineError::validation(
+                "resumeValue.feedback",
+                "feedback must be a string",
+            ));
+        }
+    }
+    Ok(ApprovalResume {
+        action,
+        value: value.clone(),
+    })
+}
+
+fn check_refine_feedback(fb: &Value) -> Result<()> {
+    let f = "resumeValue.refineFeedback";
+    let obj = fb
+        .as_object()
+        .ok_or_else(|| EngineError::validation(f, "refineFeedback must be an object"))?;
+    match obj.get("scope").and_then(Value::as_str) {
+        Some("whole" | "section" | "items") => {}
+        _ => {
+            return Err(EngineError::validation(
+                format!("{f}.scope"),
+                "scope must be \"whole\", \"section\" or \"items\"",
+            ))
+        }
+    }
+    for (k, ok) in [
+        ("sectionPath", obj.get("sectionPath").is_none_or(Value::is_string)),
+        ("text", obj.get("text").is_none_or(Value::is_string)),
+        (
+            "itemIds",
+            obj.get("itemIds")
+                .is_none_or(|v| v.as_array().is_some_and(|a| a.iter().all(Value::is_string))),
+        ),
+        (
+            "tags",
+            obj.get("tags")
+                .is_none_or(|v| v.as_array().is_some_and(|a| a.iter().all(Value::is_string))),
+        ),
+    ] {
+        if !ok {
+            return Err(EngineError::validation(
+                format!("{f}.{k}"),
+                format!("{k} has the wrong type"),
+            ));
+        }
+    }
+    if let Some(extra) = obj
+        .keys()
+        .find(|k| !["scope", "sectionPath", "itemIds", "tags", "text"].contains(&k.as_str()))
+    {
+        return Err(EngineError::validation(format!("{f}.{extra}"), "unknown member"));
+    }
+    Ok(())
+}
+
+/// One counted vote (the latest of its principal).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ballot {
+    pub principal: String,
+    pub action: String,
+    pub is_override: bool,
+}
+
+/// What a gate's votes amount to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Not decided yet; the run keeps waiting.
+    Pending {
+        accepts: u32,
+        rejects: u32,
+    },
+    Granted {
+        action: String,
+        decision: &'static str,
+    },
+    Rejected {
+        action: String,
+    },
+    /// Resolved without a grant or rejection (`refine`): the node completes with the feedback.
+    Resolved {
+        action: String,
+    },
+}
+
+/// Tallies the latest vote per principal (`ballots` in arrival order; the
+/// last one is the vote just cast).
+pub fn tally(rules: &ApprovalRules, ballots: &[Ballot]) -> Verdict {
+    let Some(last) = ballots.last() else {
+        return Verdict::Pending {
+            accepts: 0,
+            rejects: 0,
+        };
+    };
+    let is_accept = |a: &str| a == "accept" || a == "edit-accept";
+    if last.action == "refine" {
+        return Verdict::Resolved {
+            action: last.action.clone(),
+        };
+    }
+    if last.is_override && rules.override_bypasses_quorum {
+        if is_accept(&last.action) {
+            return Verdict::Granted {
+                action: last.action.clone(),
+                decision: "overridden",
+            };
+        }
+        if last.action == "reject" {
+            return Verdict::Rejected {
+                action: last.action.clone(),
+            };
+        }
+    }
+    let accepts = ballots.iter().filter(|b| is_accept(&b.action)).count() as u32;
+    let rejects = ballots.iter().filter(|b| b.action == "reject").count() as u32;
+    let rejected = match rules.rejection_policy {
+        RejectionPolicy::SingleVeto => rejects >= 1,
+        RejectionPolicy::Majority => rejects * 2 > rules.required_approvals,
+    };
+    if rejected {
+        return Verdict::Rejected {
+            action: "reject".into(),
+        };
+    }
+    if accepts >= rules.required_approvals {
+        return Verdict::Granted {
+            action: last.action.clone(),
+            decision: "granted",
+        };
+    }
+    Verdict::Pending { accepts, rejects }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rules(cfg: Value) -> ApprovalRules {
+        ApprovalRules::from_config(&cfg).unwrap()
+    }
+
+    fn b(p: &str, a: &str) -> Ballot {
+        Ballot {
+            principal: p.into(),
+            action: a.into(),
+            is_override: false,
+        }
+    }
+
+    fn person(id: &str, groups: &[&str], roles: &[&str]) -> Principal {
+        Principal {
+            id: id.into(),
+            tenant: "t".into(),
+            name: id.into(),
+            email: None,
+            groups: groups.iter().map(|s| s.to_string()).collect(),
+            roles: roles.iter().map(|s| s.to_string()).collect(),
+            is_override: false,
+        }
+    }
+
+    #[test]
+    fn config_errors_name_the_field() {
+        for (cfg, field) in [
+            (json!({}), "actions"),
+            (json!({"actions": []}), "actions"),
+            (json!({"actions": ["maybe"]}), "actions"),
+            (
+                json!({"actions": ["accept"], "requiredApprovals": 0}),
+                "requiredApprovals",
+            ),
+            (
+                json!({"actions": ["accept"], "rejectionPolicy": "x"}),
+                "rejectionPolicy",
+            ),
+            (json!({"actions": ["accept"], "onTimeout": "grant"}), "onTimeout"),
+            (
+                json!({"actions": ["accept"], "approversList": [1]}),
+                "approversList",
+            ),
+            (
+                json!({"actions": ["accept"], "overrideBypassesQuorum": "yes"}),
+                "overrideBypassesQuorum",
+            ),
+        ] {
+            let err = ApprovalRules::from_config(&cfg).unwrap_err();
+            assert!(err.starts_with(field), "{cfg}: {err}");
+        }
+    }
+
+    #[test]
+    fn self_approval_default_follows_quorum() {
+        assert!(!rules(json!({"actions": ["accept"]})).prevent_self_approval);
+        assert!(rules(json!({"actions": ["accept"], "requiredApprovals": 2})).prevent_self_approval);
+        assert!(
+            !rules(json!({"actions": ["accept"], "requiredApprovals": 2, "preventSelfApproval": false}))
+                .prevent_self_approval
+        );
+    }
+
+    #[test]
+    fn resume_checks_actions_and_required_fields() {
+        let r = rules(json!({"actions": ["accept", "reject", "refine", "edit-accept", "ask"]}));
+        let field = |v: Value| match parse_resume(&r, &v).unwrap_err() {
+            EngineError::Validation { field, .. } => field.unwrap(),
+            e => panic!("{e:?}"),
+        };
+        assert_eq!(field(json!({})), "resumeValue.action");
+        assert_eq!(field(json!({"action": "timeout"})), "resumeValue.action");
+        assert_eq!(field(json!({"action": "refine"})), "resumeValue.refineFeedback");
+        assert_eq!(
+            field(json!({"action": "refine", "refineFeedback": {"scope": "all"}})),
+            "resumeValue.refineFeedback.scope"
+        );
+        assert_eq!(
+            field(json!({"action": "edit-accept"})),
+            "resumeValue.editedArtifactData"
+        );
+        assert_eq!(
+            field(json!({"action": "accept", "decidedAt": "yesterday"})),
+            "resumeValue.decidedAt"
+        );
+        assert!(parse_resume(
+            &r,
+            &json!({"action": "refine", "refineFeedback": {"scope": "whole", "text": "more"}})
+        )
+        .is_ok());
+        assert!(parse_resume(
+            &r,
+            &json!({"action": "edit-accept", "editedArtifactData": {"a": 1}})
+        )
+        .is_ok());
+        let only_accept = rules(json!({"actions": ["accept"]}));
+        assert!(parse_resume(&only_accept, &json!({"action": "reject"})).is_err());
+    }
+
+    #[test]
+    fn quorum_counts_each_principal_once_and_policies_differ() {
+        let veto = rules(json!({"actions": ["accept", "reject"], "requiredApprovals": 3}));
+        let majority = rules(
+            json!({"actions": ["accept", "reject"], "requiredApprovals": 3, "rejectionPolicy": "majority"}),
+        );
+        assert_eq!(
+            tally(&veto, &[b("a", "accept"), b("b", "accept")]),
+            Verdict::Pending {
+                accepts: 2,
+                rejects: 0
+            }
+        );
+        assert!(matches!(
+            tally(&veto, &[b("a", "accept"), b("b", "accept"), b("c", "accept")]),
+            Verdict::Granted {
+                decision: "granted",
+                ..
+            }
+        ));
+        assert!(matches!(
+            tally(&veto, &[b("a", "reject")]),
+            Verdict::Rejected { .. }
+        ));
+        assert_eq!(
+            tally(&majority, &[b("a", "reject")]),
+            Verdict::Pending {
+                accepts: 0,
+                rejects: 1
+            }
+        );
+        assert!(matches!(
+            tally(&majority, &[b("a", "reject"), b("b", "reject")]),
+            Verdict::Rejected { .. }
+        ));
+        // edit-accept counts as an accept.
+        assert!(matches!(
+            tally(
+                &rules(json!({"actions": ["edit-accept"]})),
+                &[b("a", "edit-accept")]
+            ),
+            Verdict::Granted { .. }
+        ));
+    }
+
+    #[test]
+    fn override_decides_alone_only_when_the_gate_allows_it() {
+        let mut o = b("boss", "accept");
+        o.is_override = true;
+        let bypass =
+            rules(json!({"actions": ["accept"], "requiredApprovals": 3, "overrideBypassesQuorum": true}));
+        let counted = rules(json!({"actions": ["accept"], "requiredApprovals": 3}));
+        assert!(matches!(
+            tally(&bypass, &[o.clone()]),
+            Verdict::Granted {
+                decision: "overridden",
+                ..
+            }
+        ));
+        assert_eq!(
+            tally(&counted, &[o]),
+            Verdict::Pending {
+                accepts: 1,
+                rejects: 0
+            }
+        );
+    }
+
+    #[test]
+    fn eligibility_by_list_group_role_and_self() {
+        let r = rules(
+            json!({"actions": ["accept"], "approversList": ["ann"], "approverGroupRefs": ["finance"], "approverRoleRefs": ["cfo"]}),
+        );
+        assert_eq!(
+            r.eligibility(&person("ann", &[], &[]), "x").unwrap(),
+            "principal:ann"
+        );
+        assert_eq!(
+            r.eligibility(&person("bob", &["finance"], &[]), "x").unwrap(),
+            "group:finance"
+        );
+        assert_eq!(
+            r.eligibility(&person("cat", &[], &["cfo"]), "x").unwrap(),
+            "role:cfo"
+        );
+        assert!(matches!(
+            r.eligibility(&person("dan", &["ops"], &["dev"]), "x"),
+            Err(EngineError::Forbidden(_))
+        ));
+        let open = rules(json!({"actions": ["accept"], "requiredApprovals": 2}));
+        assert!(matches!(
+            open.eligibility(&person("own", &[], &[]), "own"),
+            Err(EngineError::Forbidden(_))
+        ));
+        assert!(open.eligibility(&person("other", &[], &[]), "own").is_ok());
+    }
+}

@@ -1,0 +1,208 @@
+//! Self-describing interrupt contracts: `requestSchema`, `resumeSchema`,
+//! `outcomes`, `typed`. Schemas are checked when a workflow is registered,
+//! compiled once, and the same compiled validator checks request payloads
+//! (before a run suspends) and resume values (before anything changes).
+
+use crate::error::{EngineError, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The contract as stored with a pending interrupt and shown to clients.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Contract {
+    pub request_schema: Value,
+    pub resume_schema: Value,
+    pub outcomes: Vec<String>,
+    pub typed: bool,
+}
+
+/// The permissive schema of an untyped (legacy) interrupt: any object.
+pub fn object_schema() -> Value {
+    json!({"type": "object", "additionalProperties": true})
+}
+
+/// A contract with its schemas compiled.
+#[derive(Clone)]
+pub struct CompiledContract {
+    pub contract: Contract,
+    request: Arc<jsonschema::Validator>,
+    resume: Arc<jsonschema::Validator>,
+}
+
+impl std::fmt::Debug for CompiledContract {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledContract")
+            .field("contract", &self.contract)
+            .finish()
+    }
+}
+
+impl CompiledContract {
+    /// Compiles a contract; `what` prefixes error messages (e.g. `node "gate"`).
+    pub fn compile(contract: Contract, what: &str) -> Result<Self, String> {
+        let request = compile_object_schema(&contract.request_schema)
+            .map_err(|e| format!("{what}: requestSchema: {e}"))?;
+        let resume = compile_object_schema(&contract.resume_schema)
+            .map_err(|e| format!("{what}: resumeSchema: {e}"))?;
+        Ok(CompiledContract {
+            contract,
+            request: Arc::new(request),
+            resume: Arc::new(resume),
+        })
+    }
+
+    pub fn validate_request(&self, payload: &Value) -> Result<()> {
+        validate_with(&self.request, payload, "request")
+    }
+
+    pub fn validate_resume(&self, value: &Value) -> Result<()> {
+        validate_with(&self.resume, value, "resumeValue")
+    }
+}
+
+/// Checks that `schema` is a valid JSON Schema describing an object, and compiles it.
+pub fn compile_object_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
+    if !schema.is_object() {
+        return Err("must be a JSON Schema object".into());
+    }
+    if let Err(e) = jsonschema::meta::validate(schema) {
+        let at = e.instance_path().to_string();
+        return Err(if at.is_empty() {
+            format!("invalid JSON Schema: {e}")
+        } else {
+            format!("invalid JSON Schema at {at}: {e}")
+        });
+    }
+    let describes_object = match schema.get("type") {
+        Some(Value::String(t)) => t == "object",
+        _ => false,
+    };
+    if !describes_object {
+        return Err("must describe a JSON object (\"type\": \"object\")".into());
+    }
+    jsonschema::validator_for(schema).map_err(|e| format!("invalid JSON Schema: {e}"))
+}
+
+/// One failed constraint, located in the instance.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FieldError {
+    /// JSON pointer into the validated value (`/amount`, `/items/0/name`).
+    pub pointer: String,
+    /// The same location as a dotted field name with the root prefix (`resumeValue.amount`).
+    pub field: String,
+    pub message: String,
+}
+
+/// Validates `instance`; errors name the field (`<root>.a.b`) and list every failure.
+pub fn validate_with(validator: &jsonschema::Validator, instance: &Value, root: &str) -> Result<()> {
+    let mut errors: Vec<FieldError> = validator
+        .iter_errors(instance)
+        .map(|e| {
+            let mut pointer = e.instance_path().to_string();
+            if let jsonschema::error::ValidationErrorKind::Required { property } = e.kind() {
+                if let Some(p) = property.as_str() {
+                    pointer = format!("{pointer}/{}", p.replace('~', "~0").replace('/', "~1"));
+                }
+            }
+            FieldError {
+                field: pointer_to_field(root, &pointer),
+                pointer,
+                message: e.to_string(),
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    errors.dedup_by(|a, b| a.pointer == b.pointer && a.message == b.message);
+    let first = errors[0].clone();
+    Err(EngineError::Validation {
+        message: format!("{}: {}", first.field, first.message),
+        field: Some(first.field),
+        details: Some(json!({ "errors": errors })),
+    })
+}
+
+pub fn pointer_to_field(root: &str, pointer: &str) -> String {
+    let mut out = root.to_string();
+    for seg in pointer.split('/').skip(1) {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        if seg.chars().all(|c| c.is_ascii_digit()) && !seg.is_empty() {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            out.push('.');
+            out.push_str(&seg);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contract(req: Value, resume: Value) -> Contract {
+        Contract {
+            request_schema: req,
+            resume_schema: resume,
+            outcomes: vec!["submitted".into()],
+            typed: true,
+        }
+    }
+
+    #[test]
+    fn refuses_invalid_and_non_object_schemas() {
+        let bad = CompiledContract::compile(
+            contract(
+                object_schema(),
+                json!({"type": "object", "properties": {"a": {"type": "nope"}}}),
+            ),
+            "node \"gate\"",
+        )
+        .unwrap_err();
+        assert!(
+            bad.starts_with("node \"gate\": resumeSchema: invalid JSON Schema"),
+            "{bad}"
+        );
+        let not_object =
+            CompiledContract::compile(contract(json!({"type": "string"}), object_schema()), "n").unwrap_err();
+        assert!(
+            not_object.contains("requestSchema: must describe a JSON object"),
+            "{not_object}"
+        );
+        assert!(CompiledContract::compile(contract(json!(true), object_schema()), "n").is_err());
+    }
+
+    #[test]
+    fn resume_errors_name_the_field() {
+        let c = CompiledContract::compile(
+            contract(
+                object_schema(),
+                json!({"type": "object", "required": ["amount"], "properties": {
+                    "amount": {"type": "number", "minimum": 0},
+                    "items": {"type": "array", "items": {"type": "object", "properties": {"qty": {"type": "integer"}}}}
+                }}),
+            ),
+            "n",
+        )
+        .unwrap();
+        let err = c.validate_resume(&json!({})).unwrap_err();
+        match err {
+            EngineError::Validation { field, .. } => assert_eq!(field.as_deref(), Some("resumeValue.amount")),
+            other => panic!("{other:?}"),
+        }
+        let err = c
+            .validate_resume(&json!({"amount": 1, "items": [{"qty": "x"}]}))
+            .unwrap_err();
+        match err {
+            EngineError::Validation { field, details, .. } => {
+                assert_eq!(field.as_deref(), Some("resumeValue.items[0].qty"));
+                assert_eq!(details.unwrap()["errors"][0]["pointer"], "/items/0/qty");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(c.validate_resume(&json!({"amount": 3})).is_ok());
+    }
+}

@@ -1,0 +1,1202 @@
+//! The façade every adapter calls (REST handlers, server functions, CLI,
+//! workers). Each mutating operation is one command on the single writer.
+
+use crate::auth::{self, Grant, Scope};
+use crate::clock::{rfc3339, Clock, Millis, SystemClock};
+use crate::definition::{self, SharedWorkflow, Workflow};
+use crate::directory::{Actor, Principal};
+use crate::error::{EngineError, Result};
+use crate::events::{EventRow, RunEvent, EVENT_LOG_SCHEMA_VERSION};
+use crate::ids;
+use crate::runtime::{
+    self, decide, latest_interrupt, load_run, timeout_resolution, Decision, Exec, InterruptRow, NewRun,
+    RunRow, INTERRUPT_COLUMNS,
+};
+use crate::store::{Durability, Store};
+use futures_util::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use sqlx::SqliteConnection;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use tokio::sync::broadcast;
+
+pub struct EngineOptions {
+    pub database_url: String,
+    pub durability: Durability,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl EngineOptions {
+    pub fn new(database_url: impl Into<String>) -> Self {
+        EngineOptions {
+            database_url: database_url.into(),
+            durability: Durability::Full,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    clock: Arc<dyn Clock>,
+    /// Compiled definitions by content digest.
+    compiled: RwLock<HashMap<String, SharedWorkflow>>,
+    /// Current digest of each workflow id.
+    current: RwLock<HashMap<String, String>>,
+    /// API key digest → grant.
+    keys: RwLock<HashMap<String, Grant>>,
+    /// Run ids whose log grew; for SSE and long polls.
+    notices: broadcast::Sender<String>,
+}
+
+/// An Idempotency-Key bound to one operation and request body.
+#[derive(Debug, Clone)]
+pub struct Idem {
+    key: String,
+    operation: String,
+    digest: String,
+}
+
+impl Idem {
+    /// Checks the key's grammar and fingerprints the request.
+    pub fn new(key: &str, operation: &str, body: &Value) -> Result<Idem> {
+        if !ids::is_idempotency_key(key) {
+            return Err(EngineError::IdempotencyKeyInvalid(
+                "Idempotency-Key must match ^[A-Za-z0-9._~-]{22,128}$".into(),
+            ));
+        }
+        let digest = hex::encode(Sha256::digest(format!("{operation}\n{body}").as_bytes()));
+        Ok(Idem {
+            key: key.to_string(),
+            operation: operation.to_string(),
+            digest,
+        })
+    }
+}
+
+/// The result of an idempotent operation; `replayed` when it was served from the record.
+#[derive(Debug)]
+pub struct Outcome<T> {
+    pub result: Result<T>,
+    pub replayed: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RunCreated {
+    pub run_id: String,
+    pub status: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Resolved {
+    pub run_id: String,
+    pub node_id: String,
+    pub status: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateRun {
+    pub workflow_id: String,
+    #[serde(default)]
+    pub inputs: Option<Value>,
+    #[serde(default)]
+    pub residency: Option<Value>,
+    #[serde(default)]
+    pub tenant_id: Option<String>,
+    #[serde(default)]
+    pub scope_id: Option<Value>,
+    #[serde(default)]
+    pub callback_url: Option<String>,
+    #[serde(default)]
+    pub mode: Option<Value>,
+    #[serde(default)]
+    pub eval_suite_ref: Option<Value>,
+    #[serde(default)]
+    pub agent_id: Option<Value>,
+    #[serde(default)]
+    pub configurable: Option<Value>,
+    #[serde(default)]
+    pub tags: Option<Value>,
+    #[serde(default)]
+    pub metadata: Option<Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowInfo {
+    pub id: String,
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Overview {
+    pub workflows: i64,
+    pub runs: i64,
+    pub pending_interrupts: i64,
+}
+
+/// A vote as the audit shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VoteView {
+    pub principal: String,
+    pub action: String,
+    pub eligible_via: String,
+    pub decided_at: String,
+    pub counted: bool,
+    pub resume_value: Value,
+}
+
+/// A pending (or past) interrupt with its contract, votes and deadline.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InterruptView {
+    pub interrupt_id: String,
+    pub run_id: String,
+    pub node_id: String,
+    pub workflow_id: String,
+    pub key: String,
+    pub kind: String,
+    pub status: String,
+    pub title: String,
+    pub payload: Value,
+    pub request_schema: Value,
+    pub resume_schema: Value,
+    pub outcomes: Vec<String>,
+    pub typed: bool,
+    pub request: Value,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<Value>,
+    pub votes: Vec<VoteView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<Value>,
+}
+
+/// Filter for interrupt listings.
+#[derive(Debug, Clone, Default)]
+pub struct InterruptFilter {
+    pub status: Option<String>,
+    pub workflow_id: Option<String>,
+    pub kind: Option<String>,
+    pub limit: i64,
+}
+
+fn json_or_null(s: Option<&str>) -> Value {
+    s.and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or(Value::Null)
+}
+
+fn workflow_digest(raw: &Value) -> String {
+    hex::encode(Sha256::digest(raw.to_string().as_bytes()))
+}
+
+impl Engine {
+    pub async fn open(options: EngineOptions) -> Result<Engine> {
+        let store = Store::open(&options.database_url, options.durability).await?;
+        let (notices, _) = broadcast::channel(4096);
+        let engine = Engine {
+            inner: Arc::new(Inner {
+                store,
+                clock: options.clock,
+                compiled: RwLock::new(HashMap::new()),
+                current: RwLock::new(HashMap::new()),
+                keys: RwLock::new(HashMap::new()),
+                notices,
+            }),
+        };
+        engine.load_registered().await?;
+        engine.load_keys().await?;
+        Ok(engine)
+    }
+
+    pub fn now(&self) -> Millis {
+        self.inner.clock.now_ms()
+    }
+
+    fn notify(&self, run_id: &str) {
+        let _ = self.inner.notices.send(run_id.to_string());
+    }
+
+    /// Run ids whose event log grew, as they commit.
+    pub fn subscribe(&self) -> broadcast::Receiver<String> {
+        self.inner.notices.subscribe()
+    }
+
+    // ----- definitions -------------------------------------------------------
+
+    async fn load_registered(&self) -> Result<()> {
+        let rows: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT w.id, w.digest, v.definition FROM workflows w JOIN workflow_versions v ON v.digest = w.digest",
+        )
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        for (id, digest, text) in rows {
+            let raw: Value = serde_json::from_str(&text)?;
+            match definition::compile(raw) {
+                Ok(wf) => {
+                    self.inner
+                        .compiled
+                        .write()
+                        .expect("lock")
+                        .insert(digest.clone(), Arc::new(wf));
+                    self.inner.current.write().expect("lock").insert(id, digest);
+                }
+                Err(e) => {
+                    tracing::warn!(workflow = %id, error = %e, "stored workflow no longer validates; not listed")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Validates and registers (or replaces) a workflow definition.
+    pub async fn register_workflow(&self, raw: Value) -> Result<WorkflowInfo> {
+        let wf = definition::compile(raw)?;
+        let digest = workflow_digest(&wf.raw);
+        let info = WorkflowInfo {
+            id: wf.id.clone(),
+            name: wf.name.clone(),
+            version: wf.version.clone(),
+        };
+        let now = self.now();
+        let (id, d, text, version, name) = (
+            wf.id.clone(),
+            digest.clone(),
+            wf.raw.to_string(),
+            wf.version.clone(),
+            wf.name.clone(),
+        );
+        self.inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query("INSERT OR IGNORE INTO workflow_versions (digest, workflow_id, definition, registered_at) VALUES (?, ?, ?, ?)")
+                        .bind(&d).bind(&id).bind(&text).bind(now)
+                        .execute(&mut *conn).await?;
+                    sqlx::query("INSERT INTO workflows (id, digest, version, name, registered_at) VALUES (?, ?, ?, ?, ?) \
+                                 ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, version = excluded.version, name = excluded.name, registered_at = excluded.registered_at")
+                        .bind(&id).bind(&d).bind(&version).bind(&name).bind(now)
+                        .execute(&mut *conn).await?;
+                    Ok(())
+                })
+            })
+            .await?;
+        self.inner
+            .compiled
+            .write()
+            .expect("lock")
+            .insert(digest.clone(), Arc::new(wf));
+        self.inner
+            .current
+            .write()
+            .expect("lock")
+            .insert(info.id.clone(), digest);
+        Ok(info)
+    }
+
+    /// Loads every `*.json` in `dir`; returns each file with its outcome.
+    pub async fn load_workflow_dir(
+        &self,
+        dir: &std::path::Path,
+    ) -> Vec<(std::path::PathBuf, Result<WorkflowInfo>)> {
+        let mut out = Vec::new();
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            out.push((
+                dir.to_path_buf(),
+                Err(EngineError::NotFound(format!(
+                    "cannot read directory {}",
+                    dir.display()
+                ))),
+            ));
+            return out;
+        };
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let result = match std::fs::read_to_string(&path) {
+                Ok(text) => match serde_json::from_str::<Value>(&text) {
+                    Ok(raw) => self.register_workflow(raw).await,
+                    Err(e) => Err(EngineError::invalid(format!("not JSON: {e}"))),
+                },
+                Err(e) => Err(EngineError::NotFound(format!("cannot read: {e}"))),
+            };
+            out.push((path, result));
+        }
+        out
+    }
+
+    fn current_workflow(&self, id: &str) -> Option<(String, SharedWorkflow)> {
+        let digest = self.inner.current.read().expect("lock").get(id)?.clone();
+        let wf = self.inner.compiled.read().expect("lock").get(&digest)?.clone();
+        Some((digest, wf))
+    }
+
+    async fn workflow_version(&self, digest: &str) -> Result<SharedWorkflow> {
+        if let Some(wf) = self.inner.compiled.read().expect("lock").get(digest) {
+            return Ok(wf.clone());
+        }
+        let text: String = sqlx::query_scalar("SELECT definition FROM workflow_versions WHERE digest = ?")
+            .bind(digest)
+            .fetch_one(&self.inner.store.read)
+            .await?;
+        let wf = Arc::new(definition::compile(serde_json::from_str(&text)?)?);
+        self.inner
+            .compiled
+            .write()
+            .expect("lock")
+            .insert(digest.to_string(), wf.clone());
+        Ok(wf)
+    }
+
+    /// The registered definition, as registered.
+    pub fn workflow(&self, id: &str) -> Option<Value> {
+        self.current_workflow(id).map(|(_, wf)| wf.raw.clone())
+    }
+
+    pub fn workflow_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.inner.current.read().expect("lock").keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    pub fn workflows(&self) -> Vec<WorkflowInfo> {
+        self.workflow_ids()
+            .into_iter()
+            .filter_map(|id| self.current_workflow(&id))
+            .map(|(_, wf)| WorkflowInfo {
+                id: wf.id.clone(),
+                name: wf.name.clone(),
+                version: wf.version.clone(),
+            })
+            .collect()
+    }
+
+    /// Validates a definition without registering it (the CLI's `workflow validate`).
+    pub fn validate_workflow(raw: Value) -> Result<Workflow> {
+        definition::compile(raw)
+    }
+
+    // ----- directory and keys -------------------------------------------------
+
+    pub async fn upsert_principal(&self, p: Principal) -> Result<()> {
+        self.inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query("INSERT INTO principals (id, tenant, name, email, groups, roles, is_override) VALUES (?, ?, ?, ?, ?, ?, ?) \
+                                 ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, name = excluded.name, email = excluded.email, groups = excluded.groups, roles = excluded.roles, is_override = excluded.is_override")
+                        .bind(&p.id).bind(&p.tenant).bind(&p.name).bind(&p.email)
+                        .bind(serde_json::to_string(&p.groups)?).bind(serde_json::to_string(&p.roles)?).bind(p.is_override as i64)
+                        .execute(&mut *conn).await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    pub async fn principal(&self, id: &str) -> Result<Option<Principal>> {
+        let row: Option<(String, String, Option<String>, String, String, i64)> = sqlx::query_as(
+            "SELECT tenant, name, email, groups, roles, is_override FROM principals WHERE id = ?",
+        )
+        .bind(id)
+        .fetch_optional(&self.inner.store.read)
+        .await?;
+        Ok(row.map(|(tenant, name, email, groups, roles, o)| Principal {
+            id: id.to_string(),
+            tenant,
+            name,
+            email,
+            groups: serde_json::from_str(&groups).unwrap_or_default(),
+            roles: serde_json::from_str(&roles).unwrap_or_default(),
+            is_override: o != 0,
+        }))
+    }
+
+    /// Stores an API key (hashed) for a principal; the plain key is never stored.
+    pub async fn put_api_key(
+        &self,
+        key: &str,
+        principal: &str,
+        scopes: &[Scope],
+        label: Option<String>,
+    ) -> Result<()> {
+        if self.principal(principal).await?.is_none() {
+            return Err(EngineError::validation(
+                "principal",
+                format!("unknown principal \"{principal}\""),
+            ));
+        }
+        let hash = auth::hash_key(key);
+        let scope_text = scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ");
+        let (h, p, now) = (hash.clone(), principal.to_string(), self.now());
+        self.inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query("INSERT INTO api_keys (key_hash, principal, scopes, label, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL) \
+                                 ON CONFLICT (key_hash) DO UPDATE SET principal = excluded.principal, scopes = excluded.scopes, label = excluded.label, revoked_at = NULL")
+                        .bind(&h).bind(&p).bind(&scope_text).bind(&label).bind(now)
+                        .execute(&mut *conn).await?;
+                    Ok(())
+                })
+            })
+            .await?;
+        self.inner.keys.write().expect("lock").insert(
+            hash,
+            Grant {
+                principal_id: principal.to_string(),
+                scopes: scopes.to_vec(),
+            },
+        );
+        Ok(())
+    }
+
+    async fn load_keys(&self) -> Result<()> {
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT key_hash, principal, scopes FROM api_keys WHERE revoked_at IS NULL")
+                .fetch_all(&self.inner.store.read)
+                .await?;
+        let mut keys = self.inner.keys.write().expect("lock");
+        for (hash, principal_id, scopes) in rows {
+            let scopes = auth::parse_scopes(&[scopes]).unwrap_or_default();
+            keys.insert(hash, Grant { principal_id, scopes });
+        }
+        Ok(())
+    }
+
+    /// Authenticates a bearer API key.
+    pub async fn authenticate(&self, key: &str) -> Result<Option<(Actor, Grant)>> {
+        let grant = self
+            .inner
+            .keys
+            .read()
+            .expect("lock")
+            .get(&auth::hash_key(key))
+            .cloned();
+        let Some(grant) = grant else { return Ok(None) };
+        let Some(principal) = self.principal(&grant.principal_id).await? else {
+            return Ok(None);
+        };
+        Ok(Some((
+            Actor {
+                principal,
+                lane: crate::directory::Lane::ApiKey,
+            },
+            grant,
+        )))
+    }
+
+    // ----- runs ------------------------------------------------------------------
+
+    /// Starts a run of a registered workflow.
+    pub async fn create_run(
+        &self,
+        req: CreateRun,
+        actor: &Actor,
+        idem: Option<Idem>,
+    ) -> Result<Outcome<RunCreated>> {
+        let tenant = actor.tenant().to_string();
+        if let Some(t) = &req.tenant_id {
+            if *t != tenant {
+                return Err(EngineError::TenantMismatch);
+            }
+        }
+        if let Some(url) = &req.callback_url {
+            return Err(EngineError::Validation {
+                message: format!("callbackUrl {url:?} is refused: this host does not deliver callbacks"),
+                field: Some("callbackUrl".into()),
+                details: None,
+            });
+        }
+        let inputs = match req.inputs {
+            None | Some(Value::Null) => json!({}),
+            Some(v @ Value::Object(_)) => v,
+            Some(_) => return Err(EngineError::validation("inputs", "inputs must be an object")),
+        };
+        if let Some(c) = &req.configurable {
+            check_configurable(c)?;
+        }
+        if let Some(t) = &req.tags {
+            if !t.as_array().is_some_and(|a| a.iter().all(Value::is_string)) {
+                return Err(EngineError::validation(
+                    "tags",
+                    "tags must be an array of strings",
+                ));
+            }
+        }
+        if let Some(m) = &req.metadata {
+            if !m.is_object() {
+                return Err(EngineError::validation("metadata", "metadata must be an object"));
+            }
+        }
+        let (digest, wf) = self
+            .current_workflow(&req.workflow_id)
+            .ok_or_else(|| EngineError::NotFound(format!("no workflow \"{}\"", req.workflow_id)))?;
+        let owner = json!({ "tenant": tenant, "subject": actor.subject() });
+        let now = self.now();
+        let run_id = ids::new_tenant_bound(&tenant);
+        let new = NewRun {
+            run_id: run_id.clone(),
+            workflow_digest: digest,
+            inputs,
+            owner,
+            configurable: req.configurable,
+            tags: req.tags,
+            metadata: req.metadata,
+            callback_url: None,
+        };
+        let outcome = self
+            .inner
+            .store
+            .write(move |conn| {
+                Box::pin(run_idempotent(conn, tenant, idem, move |conn| {
+                    Box::pin(async move {
+                        let exec = Exec::start(conn, &wf, new, now).await?;
+                        let run = exec.finish().await?;
+                        Ok(RunCreated {
+                            run_id: run.run_id,
+                            status: run.status,
+                        })
+                    })
+                }))
+            })
+            .await?;
+        if !outcome.replayed {
+            self.notify(&run_id);
+        }
+        Ok(outcome)
+    }
+
+    async fn read_run(&self, run_id: &str, actor: &Actor) -> Result<RunRow> {
+        if ids::tenant_of(run_id) != actor.tenant() {
+            return Err(EngineError::TenantMismatch);
+        }
+        let mut conn = self.inner.store.read.acquire().await?;
+        load_run(&mut conn, run_id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("no run {run_id}")))
+    }
+
+    /// RunSnapshot v2.
+    pub async fn snapshot(&self, run_id: &str, actor: &Actor) -> Result<Value> {
+        let run = self.read_run(run_id, actor).await?;
+        Ok(snapshot_of(&run))
+    }
+
+    /// Cancels a live run; its interrupts can no longer be resolved.
+    pub async fn cancel_run(
+        &self,
+        run_id: &str,
+        reason: Option<String>,
+        actor: &Actor,
+        idem: Option<Idem>,
+    ) -> Result<Outcome<RunCreated>> {
+        if ids::tenant_of(run_id) != actor.tenant() {
+            return Err(EngineError::TenantMismatch);
+        }
+        let this = self.clone();
+        let (rid, tenant, by) = (
+            run_id.to_string(),
+            actor.tenant().to_string(),
+            actor.principal.id.clone(),
+        );
+        let now = self.now();
+        let outcome = self
+            .inner
+            .store
+            .write(move |conn| {
+                Box::pin(run_idempotent(conn, tenant, idem, move |conn| {
+                    Box::pin(async move {
+                        let run = load_run(conn, &rid)
+                            .await?
+                            .ok_or_else(|| EngineError::NotFound(format!("no run {rid}")))?;
+                        if run.is_terminal() {
+                            return Err(EngineError::RunTerminal(run.status));
+                        }
+                        let wf = this.workflow_version(&run.workflow_digest).await?;
+                        let mut exec = Exec::load(conn, &wf, run, now).await?;
+                        exec.cancel(reason, Some(by)).await?;
+                        let run = exec.finish().await?;
+                        Ok(RunCreated {
+                            run_id: run.run_id,
+                            status: run.status,
+                        })
+                    })
+                }))
+            })
+            .await?;
+        self.notify(run_id);
+        Ok(outcome)
+    }
+
+    /// Resolves (or votes on) the pending interrupt of `node_id` in a run.
+    pub async fn resolve(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        resume_value: Value,
+        actor: &Actor,
+        idem: Option<Idem>,
+    ) -> Result<Outcome<Resolved>> {
+        if ids::tenant_of(run_id) != actor.tenant() {
+            return Err(EngineError::TenantMismatch);
+        }
+        let this = self.clone();
+        let (rid, nid, tenant, actor) = (
+            run_id.to_string(),
+            node_id.to_string(),
+            actor.tenant().to_string(),
+            actor.clone(),
+        );
+        let now = self.now();
+        let outcome = self
+            .inner
+            .store
+            .write(move |conn| {
+                Box::pin(run_idempotent(conn, tenant, idem, move |conn| {
+                    Box::pin(async move {
+                        this.apply_resolve(conn, &rid, &nid, resume_value, &actor, now)
+                            .await
+                    })
+                }))
+            })
+            .await?;
+        if outcome.result.is_ok() && !outcome.replayed {
+            self.notify(run_id);
+        }
+        Ok(outcome)
+    }
+
+    async fn apply_resolve(
+        &self,
+        conn: &mut SqliteConnection,
+        run_id: &str,
+        node_id: &str,
+        resume_value: Value,
+        actor: &Actor,
+        now: Millis,
+    ) -> Result<Resolved> {
+        let run = load_run(conn, run_id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("no run {run_id}")))?;
+        let interrupt = latest_interrupt(conn, run_id, node_id).await?.ok_or_else(|| {
+            EngineError::NotFound(format!("no interrupt on node \"{node_id}\" in run {run_id}"))
+        })?;
+        if interrupt.status != "pending" || run.is_terminal() {
+            return Err(EngineError::AlreadyResolved(format!(
+                "the interrupt on \"{node_id}\" is {} (run {})",
+                if interrupt.status == "pending" {
+                    "closed"
+                } else {
+                    interrupt.status.as_str()
+                },
+                run.status
+            )));
+        }
+        match decide(conn, &run, &interrupt, &resume_value, actor, now).await? {
+            Decision::Recorded => Ok(Resolved {
+                run_id: run.run_id,
+                node_id: node_id.to_string(),
+                status: run.status,
+            }),
+            Decision::Resolve {
+                resolved,
+                resume_value,
+                failure,
+            } => {
+                let wf = self.workflow_version(&run.workflow_digest).await?;
+                let mut exec = Exec::load(conn, &wf, run, now).await?;
+                exec.resolve(&interrupt, resolved, Some(resume_value), failure)
+                    .await?;
+                let run = exec.finish().await?;
+                Ok(Resolved {
+                    run_id: run.run_id,
+                    node_id: node_id.to_string(),
+                    status: run.status,
+                })
+            }
+        }
+    }
+
+    /// Fires every passed deadline and due delay; returns how many fired.
+    /// A deadline missed while the server was down fires on the first call.
+    pub async fn fire_due(&self) -> Result<usize> {
+        let now = self.now();
+        let due_interrupts: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT interrupt_id, run_id, node_id FROM interrupts WHERE status = 'pending' AND deadline_at IS NOT NULL AND deadline_at <= ? ORDER BY deadline_at LIMIT 200",
+        )
+        .bind(now)
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        let due_delays: Vec<(String, String)> = sqlx::query_as(
+            "SELECT run_id, node_id FROM node_states WHERE due_at IS NOT NULL AND due_at <= ? AND status = 'waiting' ORDER BY due_at LIMIT 200",
+        )
+        .bind(now)
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        let mut fired = 0;
+        let mut tasks = Vec::new();
+        for (interrupt_id, run_id, _node) in due_interrupts {
+            let this = self.clone();
+            tasks.push(tokio::spawn(async move {
+                let rid = run_id.clone();
+                let t = this.clone();
+                let r = this
+                    .inner
+                    .store
+                    .write(move |conn| {
+                        Box::pin(async move { t.apply_timeout(conn, &interrupt_id, now).await })
+                    })
+                    .await;
+                (rid, r)
+            }));
+        }
+        for (run_id, node_id) in due_delays {
+            let this = self.clone();
+            tasks.push(tokio::spawn(async move {
+                let rid = run_id.clone();
+                let t = this.clone();
+                let r = this
+                    .inner
+                    .store
+                    .write(move |conn| {
+                        Box::pin(async move { t.apply_delay(conn, &run_id, &node_id, now).await })
+                    })
+                    .await;
+                (rid, r)
+            }));
+        }
+        for t in tasks {
+            match t.await {
+                Ok((run_id, Ok(true))) => {
+                    fired += 1;
+                    self.notify(&run_id);
+                }
+                Ok((_, Ok(false))) => {}
+                Ok((run_id, Err(e))) => tracing::error!(run = %run_id, error = %e, "timer failed"),
+                Err(e) => tracing::error!(error = %e, "timer task panicked"),
+            }
+        }
+        Ok(fired)
+    }
+
+    async fn apply_timeout(
+        &self,
+        conn: &mut SqliteConnection,
+        interrupt_id: &str,
+        now: Millis,
+    ) -> Result<bool> {
+        let interrupt = sqlx::query_as::<_, InterruptRow>(&format!(
+            "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ? AND status = 'pending'"
+        ))
+        .bind(interrupt_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+        let Some(interrupt) = interrupt else {
+            return Ok(false);
+        };
+        if interrupt.deadline_at.is_none_or(|d| d > now) {
+            return Ok(false);
+        }
+        let Some(run) = load_run(conn, &interrupt.run_id).await? else {
+            return Ok(false);
+        };
+        if run.is_terminal() {
+            return Ok(false);
+        }
+        let wf = self.workflow_version(&run.workflow_digest).await?;
+        let (resolved, failure) = timeout_resolution(&interrupt);
+        let mut exec = Exec::load(conn, &wf, run, now).await?;
+        exec.resolve(&interrupt, resolved, None, Some(failure)).await?;
+        exec.finish().await?;
+        Ok(true)
+    }
+
+    async fn apply_delay(
+        &self,
+        conn: &mut SqliteConnection,
+        run_id: &str,
+        node_id: &str,
+        now: Millis,
+    ) -> Result<bool> {
+        let Some(run) = load_run(conn, run_id).await? else {
+            return Ok(false);
+        };
+        if run.is_terminal() {
+            return Ok(false);
+        }
+        let wf = self.workflow_version(&run.workflow_digest).await?;
+        let mut exec = Exec::load(conn, &wf, run, now).await?;
+        if !exec.finish_delay(node_id).await? {
+            return Ok(false);
+        }
+        exec.finish().await?;
+        Ok(true)
+    }
+
+    // ----- reads -------------------------------------------------------------------
+
+    /// Events with `sequence > after`, oldest first.
+    /// Also returns the run's snapshot as of the read.
+    pub async fn events_after(
+        &self,
+        run_id: &str,
+        actor: &Actor,
+        after: i64,
+        limit: i64,
+    ) -> Result<(Vec<RunEvent>, Value)> {
+        let run = self.read_run(run_id, actor).await?;
+        let events = self.read_events(run_id, after, limit).await?;
+        Ok((events, snapshot_of(&run)))
+    }
+
+    async fn read_events(&self, run_id: &str, after: i64, limit: i64) -> Result<Vec<RunEvent>> {
+        let rows = sqlx::query_as::<_, EventRow>(
+            "SELECT run_id, sequence, event_id, type, node_id, payload, timestamp FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+        )
+        .bind(run_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        Ok(rows.into_iter().map(EventRow::into_event).collect())
+    }
+
+    /// Long poll: waits up to `timeout` for events after `after`.
+    pub async fn poll_events(
+        &self,
+        run_id: &str,
+        actor: &Actor,
+        after: i64,
+        timeout: std::time::Duration,
+    ) -> Result<(Vec<RunEvent>, Value)> {
+        let mut notices = self.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let (events, snapshot) = self.events_after(run_id, actor, after, 1000).await?;
+            if !events.is_empty() || snapshot["status"].as_str().is_some_and(is_terminal_status) {
+                return Ok((events, snapshot));
+            }
+            loop {
+                match tokio::time::timeout_at(deadline, notices.recv()).await {
+                    Err(_) => return Ok((vec![], snapshot)),
+                    Ok(Ok(id)) if id == run_id => break,
+                    Ok(Ok(_)) => continue,
+                    Ok(Err(broadcast::error::RecvError::Lagged(_))) => break,
+                    Ok(Err(broadcast::error::RecvError::Closed)) => return Ok((vec![], snapshot)),
+                }
+            }
+        }
+    }
+
+    /// The latest interrupt raised at `node_id` in a run, with its contract and votes.
+    pub async fn inspect_interrupt(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        actor: &Actor,
+    ) -> Result<InterruptView> {
+        self.read_run(run_id, actor).await?;
+        let mut conn = self.inner.store.read.acquire().await?;
+        let row = latest_interrupt(&mut conn, run_id, node_id)
+            .await?
+            .ok_or_else(|| {
+                EngineError::NotFound(format!("no interrupt on node \"{node_id}\" in run {run_id}"))
+            })?;
+        drop(conn);
+        self.interrupt_view(row).await
+    }
+
+    async fn interrupt_view(&self, row: InterruptRow) -> Result<InterruptView> {
+        let votes: Vec<(String, String, String, Millis, i64, String)> = sqlx::query_as(
+            "SELECT principal, action, eligible_via, decided_at, superseded, resume_value FROM votes WHERE interrupt_id = ? ORDER BY seq",
+        )
+        .bind(&row.interrupt_id)
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        let votes: Vec<VoteView> = votes
+            .into_iter()
+            .map(|(principal, action, eligible_via, at, superseded, rv)| VoteView {
+                counted: superseded == 0 && action != "ask",
+                principal,
+                action,
+                eligible_via,
+                decided_at: rfc3339(at),
+                resume_value: serde_json::from_str(&rv).unwrap_or(Value::Null),
+            })
+            .collect();
+        let quorum = row.approval_rules().map(|r| {
+            let accepts = votes
+                .iter()
+                .filter(|v| v.counted && (v.action == "accept" || v.action == "edit-accept"))
+                .count();
+            let rejects = votes.iter().filter(|v| v.counted && v.action == "reject").count();
+            json!({
+                "requiredApprovals": r.required_approvals,
+                "rejectionPolicy": r.rejection_policy,
+                "accepts": accepts,
+                "rejects": rejects,
+                "approversList": r.approvers_list,
+                "approverGroupRefs": r.approver_group_refs,
+                "approverRoleRefs": r.approver_role_refs,
+                "preventSelfApproval": r.prevent_self_approval,
+            })
+        });
+        let contract = row
+            .contract_json()
+            .ok_or_else(|| EngineError::Internal("contract unreadable".into()))?;
+        Ok(InterruptView {
+            payload: row.payload_json(),
+            request: json_or_null(row.request.as_deref()),
+            resolution: row
+                .resolution
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok()),
+            interrupt_id: row.interrupt_id,
+            run_id: row.run_id,
+            node_id: row.node_id,
+            workflow_id: row.workflow_id,
+            key: row.key,
+            kind: row.kind,
+            status: row.status,
+            title: row.title,
+            request_schema: contract.request_schema,
+            resume_schema: contract.resume_schema,
+            outcomes: contract.outcomes,
+            typed: contract.typed,
+            created_at: rfc3339(row.created_at),
+            deadline: row.deadline_at.map(rfc3339),
+            resolved_at: row.resolved_at.map(rfc3339),
+            votes,
+            quorum,
+        })
+    }
+
+    /// Interrupts in the actor's tenant, newest first.
+    pub async fn list_interrupts(
+        &self,
+        actor: &Actor,
+        filter: &InterruptFilter,
+    ) -> Result<Vec<InterruptView>> {
+        let limit = if filter.limit <= 0 {
+            50
+        } else {
+            filter.limit.min(500)
+        };
+        let rows = sqlx::query_as::<_, InterruptRow>(&format!(
+            "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE run_id LIKE ? || '/%' \
+             AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?) AND (? IS NULL OR kind = ?) \
+             ORDER BY created_at DESC LIMIT ?"
+        ))
+        .bind(actor.tenant())
+        .bind(&filter.status)
+        .bind(&filter.status)
+        .bind(&filter.workflow_id)
+        .bind(&filter.workflow_id)
+        .bind(&filter.kind)
+        .bind(&filter.kind)
+        .bind(limit)
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            out.push(self.interrupt_view(r).await?);
+        }
+        Ok(out)
+    }
+
+    pub async fn overview(&self) -> Result<Overview> {
+        let (runs, pending): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM interrupts WHERE status = 'pending')",
+        )
+        .fetch_one(&self.inner.store.read)
+        .await?;
+        Ok(Overview {
+            workflows: self.inner.current.read().expect("lock").len() as i64,
+            runs,
+            pending_interrupts: pending,
+        })
+    }
+
+    /// Rebuilds a run's projection from its event log alone and compares it
+    /// with the stored projection; returns the differences (empty when equal).
+    pub async fn verify_projection(&self, run_id: &str) -> Result<Vec<String>> {
+        let events = self.read_events(run_id, -1, i64::MAX).await?;
+        let folded = crate::projection::fold(&events);
+        let mut conn = self.inner.store.read.acquire().await?;
+        let run = load_run(&mut conn, run_id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(run_id.into()))?;
+        let nodes: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT node_id, status, visits FROM node_states WHERE run_id = ? ORDER BY node_id",
+        )
+        .bind(run_id)
+        .fetch_all(&mut *conn)
+        .await?;
+        let interrupts: Vec<(String, String)> = sqlx::query_as(
+            "SELECT interrupt_id, status FROM interrupts WHERE run_id = ? ORDER BY interrupt_id",
+        )
+        .bind(run_id)
+        .fetch_all(&mut *conn)
+        .await?;
+        Ok(folded.diff(&run, &nodes, &interrupts))
+    }
+}
+
+/// Runs `op` under an optional Idempotency-Key: a stored outcome for the same
+/// key and body is replayed; the same key with another body is refused.
+async fn run_idempotent<'c, T, F>(
+    conn: &'c mut SqliteConnection,
+    tenant: String,
+    idem: Option<Idem>,
+    op: F,
+) -> Result<Outcome<T>>
+where
+    T: Serialize + DeserializeOwned + Send + 'static,
+    F: for<'x> FnOnce(&'x mut SqliteConnection) -> BoxFuture<'x, Result<T>> + Send,
+{
+    if let Some(i) = &idem {
+        let stored: Option<(String, String)> = sqlx::query_as(
+            "SELECT digest, outcome FROM idempotency WHERE tenant = ? AND operation = ? AND key = ?",
+        )
+        .bind(&tenant)
+        .bind(&i.operation)
+        .bind(&i.key)
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some((digest, outcome)) = stored {
+            if digest != i.digest {
+                return Ok(Outcome {
+                    result: Err(EngineError::IdempotencyMismatch),
+                    replayed: false,
+                });
+            }
+            let result: std::result::Result<T, EngineError> = serde_json::from_str(&outcome)?;
+            return Ok(Outcome {
+                result,
+                replayed: true,
+            });
+        }
+    }
+    sqlx::query("SAVEPOINT op").execute(&mut *conn).await?;
+    let result = op(&mut *conn).await;
+    if result.is_err() {
+        sqlx::query("ROLLBACK TO op").execute(&mut *conn).await?;
+    }
+    sqlx::query("RELEASE op").execute(&mut *conn).await?;
+    if let Some(i) = &idem {
+        let keep = match &result {
+            Ok(_) => true,
+            Err(e) => e.is_replayable(),
+        };
+        if keep {
+            let stored: std::result::Result<&T, &EngineError> = result.as_ref();
+            sqlx::query("INSERT INTO idempotency (tenant, operation, key, digest, outcome, created_at) VALUES (?, ?, ?, ?, ?, strftime('%s','now') * 1000)")
+                .bind(&tenant)
+                .bind(&i.operation)
+                .bind(&i.key)
+                .bind(&i.digest)
+                .bind(serde_json::to_string(&stored)?)
+                .execute(&mut *conn)
+                .await?;
+        }
+    }
+    Ok(Outcome {
+        result,
+        replayed: false,
+    })
+}
+
+fn check_configurable(c: &Value) -> Result<()> {
+    let obj = c
+        .as_object()
+        .ok_or_else(|| EngineError::validation("configurable", "configurable must be an object"))?;
+    if obj.get("version") != Some(&json!(1)) {
+        return Err(EngineError::validation(
+            "configurable.version",
+            "configurable.version must be 1",
+        ));
+    }
+    if let Some(extra) = obj.keys().find(|k| !["version", "run"].contains(&k.as_str())) {
+        return Err(EngineError::validation(
+            format!("configurable.{extra}"),
+            "unknown member",
+        ));
+    }
+    if let Some(run) = obj.get("run") {
+        let run = run
+            .as_object()
+            .ok_or_else(|| EngineError::validation("configurable.run", "must be an object"))?;
+        if let Some(l) = run.get("recursionLimit") {
+            if l.as_u64().is_none_or(|n| n < 1) {
+                return Err(EngineError::validation(
+                    "configurable.run.recursionLimit",
+                    "recursionLimit must be an integer ≥ 1",
+                ));
+            }
+        }
+        if let Some(t) = run.get("escalationThreshold") {
+            if !t.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x)) {
+                return Err(EngineError::validation(
+                    "configurable.run.escalationThreshold",
+                    "escalationThreshold must be a number between 0 and 1",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// RunSnapshot v2 from the runs projection.
+pub(crate) fn snapshot_of(run: &RunRow) -> Value {
+    let mut s = json!({
+        "runId": run.run_id,
+        "workflowId": run.workflow_id,
+        "status": run.status,
+        "owner": json_or_null(Some(&run.owner)),
+        "eventLogSchemaVersion": EVENT_LOG_SCHEMA_VERSION,
+        "startedAt": rfc3339(run.created_at),
+        "inputs": json_or_null(Some(&run.inputs)),
+    });
+    if let Some(n) = &run.current_node_id {
+        s["currentNodeId"] = json!(n);
+    }
+    if let Some(e) = &run.error {
+        s["error"] = json_or_null(Some(e));
+    }
+    if let Some(t) = run.completed_at {
+        s["completedAt"] = json!(rfc3339(t));
+    }
+    for (k, v) in [
+        ("configurable", &run.configurable),
+        ("tags", &run.tags),
+        ("metadata", &run.metadata),
+    ] {
+        if let Some(v) = v {
+            s[k] = json_or_null(Some(v));
+        }
+    }
+    s
+}
+
+pub use runtime::is_terminal_status;

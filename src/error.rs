@@ -1,0 +1,136 @@
+//! The engine's typed errors. Adapters map each variant to a wire code once
+//! (see `EngineError::code` and `EngineError::http_status`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, thiserror::Error, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EngineError {
+    /// Input failed validation; `field` names the offending member (JSON pointer-ish path).
+    #[error("{message}")]
+    Validation {
+        message: String,
+        field: Option<String>,
+        details: Option<Value>,
+    },
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("the run belongs to another tenant")]
+    TenantMismatch,
+    #[error("{0}")]
+    AlreadyResolved(String),
+    #[error("the run is already terminal ({0})")]
+    RunTerminal(String),
+    #[error("the Idempotency-Key was used with a different request")]
+    IdempotencyMismatch,
+    #[error("{0}")]
+    IdempotencyKeyInvalid(String),
+    #[error("{0}")]
+    TokenInvalid(String),
+    #[error("{0}")]
+    Expired(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("storage error: {0}")]
+    Storage(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl EngineError {
+    pub fn validation(field: impl Into<String>, message: impl Into<String>) -> Self {
+        EngineError::Validation {
+            message: message.into(),
+            field: Some(field.into()),
+            details: None,
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        EngineError::Validation {
+            message: message.into(),
+            field: None,
+            details: None,
+        }
+    }
+
+    /// The registered OpenWOP error code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            EngineError::Validation { .. } => "validation_error",
+            EngineError::NotFound(_) => "not_found",
+            EngineError::Forbidden(_) => "forbidden",
+            EngineError::TenantMismatch => "id_tenant_mismatch",
+            EngineError::AlreadyResolved(_) => "interrupt_already_resolved",
+            EngineError::RunTerminal(_) => "run_terminal",
+            EngineError::IdempotencyMismatch => "idempotency_key_mismatch",
+            EngineError::IdempotencyKeyInvalid(_) => "idempotency_key_invalid",
+            EngineError::TokenInvalid(_) => "interrupt_token_invalid",
+            EngineError::Expired(_) => "interrupt_expired",
+            EngineError::Conflict(_) => "run_state_conflict",
+            EngineError::Storage(_) | EngineError::Internal(_) => "internal_error",
+        }
+    }
+
+    pub fn http_status(&self) -> u16 {
+        match self {
+            EngineError::Validation { .. } | EngineError::IdempotencyKeyInvalid(_) => 400,
+            EngineError::TokenInvalid(_) => 401,
+            EngineError::Forbidden(_) | EngineError::TenantMismatch => 403,
+            EngineError::NotFound(_) => 404,
+            EngineError::AlreadyResolved(_)
+            | EngineError::RunTerminal(_)
+            | EngineError::IdempotencyMismatch
+            | EngineError::Conflict(_) => 409,
+            EngineError::Expired(_) => 410,
+            EngineError::Storage(_) | EngineError::Internal(_) => 500,
+        }
+    }
+
+    /// Whether an idempotent replay may return this error instead of re-executing
+    /// (idempotency.md: cache non-retryable 4xx, never 400/401/403/5xx).
+    pub fn is_replayable(&self) -> bool {
+        matches!(
+            self,
+            EngineError::NotFound(_)
+                | EngineError::AlreadyResolved(_)
+                | EngineError::RunTerminal(_)
+                | EngineError::Expired(_)
+                | EngineError::Conflict(_)
+        )
+    }
+
+    /// `details` for the error envelope.
+    pub fn details(&self) -> Option<Value> {
+        match self {
+            EngineError::Validation { field, details, .. } => {
+                let mut obj = match details {
+                    Some(Value::Object(m)) => m.clone(),
+                    _ => serde_json::Map::new(),
+                };
+                if let Some(f) = field {
+                    obj.insert("field".into(), Value::String(f.clone()));
+                }
+                (!obj.is_empty()).then_some(Value::Object(obj))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl From<sqlx::Error> for EngineError {
+    fn from(e: sqlx::Error) -> Self {
+        EngineError::Storage(e.to_string())
+    }
+}
+
+impl From<serde_json::Error> for EngineError {
+    fn from(e: serde_json::Error) -> Self {
+        EngineError::Internal(format!("json: {e}"))
+    }
+}
+
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;

@@ -1,0 +1,145 @@
+//! Identifier grammars of OpenWOP v2 (`schemas/ids.schema.json`) and their
+//! path-segment projection (`tenant/opaque` travels as `tenant~2Fopaque`).
+
+use crate::error::{EngineError, Result};
+
+fn is_unreserved(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '~' | '-')
+}
+
+fn chars_within(s: &str, min: usize, max: usize, extra: &[char]) -> bool {
+    let n = s.chars().count();
+    n >= min && n <= max && s.chars().all(|c| is_unreserved(c) || extra.contains(&c))
+}
+
+pub fn is_tenant_id(s: &str) -> bool {
+    chars_within(s.strip_prefix("anon:").unwrap_or(s), 1, 128, &[])
+}
+
+pub fn is_opaque(s: &str) -> bool {
+    chars_within(s, 16, 128, &[])
+}
+
+/// `nodeId` and `workflowId` share the grammar `^[A-Za-z0-9._~:-]{1,128}$`.
+pub fn is_node_id(s: &str) -> bool {
+    chars_within(s, 1, 128, &[':'])
+}
+
+pub fn is_workflow_id(s: &str) -> bool {
+    is_node_id(s)
+}
+
+/// `^[a-z][a-z0-9_-]*(\.[a-z][a-zA-Z0-9_-]*)+$`, at most 256 chars.
+pub fn is_type_id(s: &str) -> bool {
+    if s.len() > 256 {
+        return false;
+    }
+    let mut parts = s.split('.');
+    let head = parts.next().unwrap_or("");
+    let head_ok = head.starts_with(|c: char| c.is_ascii_lowercase())
+        && head
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    let mut rest = 0;
+    let rest_ok = parts.all(|p| {
+        rest += 1;
+        p.starts_with(|c: char| c.is_ascii_lowercase())
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    });
+    head_ok && rest_ok && rest > 0
+}
+
+/// `^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$`
+pub fn is_tenant_bound(s: &str) -> bool {
+    match s.split_once('/') {
+        Some((tenant, opaque)) => is_tenant_id(tenant) && is_opaque(opaque),
+        None => false,
+    }
+}
+
+/// Idempotency-Key grammar: `^[A-Za-z0-9._~-]{22,128}$`.
+pub fn is_idempotency_key(s: &str) -> bool {
+    chars_within(s, 22, 128, &[])
+}
+
+/// A fresh opaque id: time-ordered (UUIDv7) so ids sort by creation.
+pub fn new_opaque() -> String {
+    uuid::Uuid::now_v7().simple().to_string()
+}
+
+pub fn new_tenant_bound(tenant: &str) -> String {
+    format!("{tenant}/{}", new_opaque())
+}
+
+/// Decodes a tenant-bound id taken from one path segment. Accepts `~2F`
+/// (the v2 projection) and `%2F` (if the router left it encoded). Decoded once.
+pub fn decode_path_id(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    let bytes = segment.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &segment[i..];
+        if rest.len() >= 3 && (rest[..3].eq_ignore_ascii_case("~2F") || rest[..3].eq_ignore_ascii_case("%2F"))
+        {
+            out.push('/');
+            i += 3;
+        } else {
+            let c = rest.chars().next().unwrap_or_default();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// The `~`-projection of a tenant-bound id for use in one path segment.
+pub fn encode_path_id(id: &str) -> String {
+    id.replacen('/', "~2F", 1)
+}
+
+/// Parses a run id from a path segment and checks its grammar.
+pub fn parse_run_id(segment: &str) -> Result<String> {
+    let id = decode_path_id(segment);
+    if is_tenant_bound(&id) {
+        Ok(id)
+    } else {
+        Err(EngineError::NotFound(format!("no run {id}")))
+    }
+}
+
+pub fn tenant_of(id: &str) -> &str {
+    id.split_once('/').map(|(t, _)| t).unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_round_trip_through_one_path_segment() {
+        let id = new_tenant_bound("acme");
+        assert!(is_tenant_bound(&id));
+        let seg = encode_path_id(&id);
+        assert!(!seg.contains('/'));
+        assert_eq!(decode_path_id(&seg), id);
+        assert_eq!(decode_path_id(&seg.replace("~2F", "%2f")), id);
+    }
+
+    #[test]
+    fn grammars() {
+        assert!(is_tenant_bound("anon:x/0123456789abcdef"));
+        assert!(!is_tenant_bound("acme/short"));
+        assert!(!is_tenant_bound("acme"));
+        assert!(is_node_id("gate"));
+        assert!(is_node_id("a:b"));
+        assert!(!is_node_id("a b"));
+        assert!(!is_node_id(""));
+        assert!(is_type_id("core.approvalGate"));
+        assert!(!is_type_id("core"));
+        assert!(!is_type_id("Core.x"));
+        assert!(is_idempotency_key("abcdefghijklmnopqrstuv"));
+        assert!(!is_idempotency_key("short"));
+        assert!(!is_idempotency_key("abcdefghijklmnopqrstu!"));
+    }
+}

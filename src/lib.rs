@@ -1,0 +1,28 @@
+//! Tollgate engine: durable interrupts, approvals, contracts and the event log.
+//!
+//! Every domain rule lives here. The server, the console and the CLI call
+//! [`Engine`] and only adapt its inputs and outputs.
+
+pub mod approval;
+pub mod auth;
+pub mod clock;
+pub mod contract;
+pub mod definition;
+pub mod directory;
+pub mod engine;
+pub mod error;
+pub mod events;
+pub mod ids;
+pub mod interrupt;
+pub mod projection;
+mod runtime;
+pub mod store;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use directory::{Actor, Lane, Principal, Subject};
+pub use engine::{
+    CreateRun, Engine, EngineOptions, Idem, InterruptFilter, InterruptView, Outcome, Resolved, RunCreated,
+};
+pub use error::EngineError;
+pub use events::RunEvent;
+pub use store::Durability;

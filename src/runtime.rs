@@ -1,0 +1,1056 @@
+//! Executes runs: fires nodes, raises and resolves interrupts, routes over
+//! edges by `triggerRule`, and ends runs. Every step appends v2 events and
+//! updates the projections on the same connection, inside the caller's
+//! transaction, so a command is one atomic step.
+
+use crate::approval::{self, Ballot, OnTimeout, Verdict};
+use crate::clock::Millis;
+use crate::contract::Contract;
+use crate::definition::{resolve_inputs, NodeBehaviour, TriggerRule, Workflow};
+use crate::directory::{Actor, Principal};
+use crate::error::{EngineError, Result};
+use crate::ids;
+use crate::interrupt::{reentry_key, InterruptKind};
+use serde_json::{json, Map, Value};
+use sqlx::SqliteConnection;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// Default bound on how often one node may run in one run (a runaway loop guard).
+pub const DEFAULT_RECURSION_LIMIT: i64 = 25;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct RunRow {
+    pub run_id: String,
+    pub tenant: String,
+    pub workflow_id: String,
+    pub workflow_digest: String,
+    pub status: String,
+    pub owner: String,
+    pub current_node_id: Option<String>,
+    pub error: Option<String>,
+    pub inputs: String,
+    pub configurable: Option<String>,
+    pub tags: Option<String>,
+    pub metadata: Option<String>,
+    pub callback_url: Option<String>,
+    pub next_sequence: i64,
+    pub created_at: Millis,
+    pub completed_at: Option<Millis>,
+}
+
+pub(crate) const RUN_COLUMNS: &str = "run_id, tenant, workflow_id, workflow_digest, status, owner, current_node_id, error, inputs, configurable, tags, metadata, callback_url, next_sequence, created_at, completed_at";
+
+pub fn is_terminal_status(s: &str) -> bool {
+    matches!(s, "completed" | "failed" | "cancelled")
+}
+
+impl RunRow {
+    pub fn is_terminal(&self) -> bool {
+        is_terminal_status(&self.status)
+    }
+    pub fn owner_subject_id(&self) -> String {
+        serde_json::from_str::<Value>(&self.owner)
+            .ok()
+            .and_then(|o| o["subject"]["subjectId"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+    fn recursion_limit(&self) -> i64 {
+        self.configurable
+            .as_deref()
+            .and_then(|c| serde_json::from_str::<Value>(c).ok())
+            .and_then(|c| c["run"]["recursionLimit"].as_i64())
+            .filter(|&n| n > 0)
+            .unwrap_or(DEFAULT_RECURSION_LIMIT)
+    }
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct NodeRow {
+    node_id: String,
+    status: String,
+    visits: i64,
+    output: Option<String>,
+    pending_in: String,
+    due_at: Option<Millis>,
+    waiting: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct NodeState {
+    status: String,
+    visits: i64,
+    output: Option<Value>,
+    /// Edges delivered since this node last fired: edge id → source status.
+    pending_in: BTreeMap<String, String>,
+    due_at: Option<Millis>,
+    waiting: Option<String>,
+    dirty: bool,
+    stored: bool,
+}
+
+impl NodeState {
+    fn is_active(&self) -> bool {
+        matches!(
+            self.status.as_str(),
+            "queued" | "running" | "waiting" | "suspended"
+        )
+    }
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+#[allow(dead_code)] // every column is selected; not all are read yet
+pub(crate) struct InterruptRow {
+    pub interrupt_id: String,
+    pub run_id: String,
+    pub node_id: String,
+    pub key: String,
+    pub visit: i64,
+    pub kind: String,
+    pub status: String,
+    pub payload: String,
+    pub contract: String,
+    pub request: Option<String>,
+    pub eligibility: String,
+    pub workflow_id: String,
+    pub title: String,
+    pub owner_subject: String,
+    pub created_at: Millis,
+    pub deadline_at: Option<Millis>,
+    pub resolved_at: Option<Millis>,
+    pub resolution: Option<String>,
+}
+
+pub(crate) const INTERRUPT_COLUMNS: &str = "interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, request, eligibility, workflow_id, title, owner_subject, created_at, deadline_at, resolved_at, resolution";
+
+impl InterruptRow {
+    pub fn kind(&self) -> Option<InterruptKind> {
+        InterruptKind::parse(&self.kind)
+    }
+    pub fn payload_json(&self) -> Value {
+        serde_json::from_str(&self.payload).unwrap_or(Value::Null)
+    }
+    pub fn contract_json(&self) -> Option<Contract> {
+        serde_json::from_str(&self.contract).ok()
+    }
+    pub fn approval_rules(&self) -> Option<approval::ApprovalRules> {
+        serde_json::from_str(&self.eligibility).ok()
+    }
+}
+
+pub(crate) async fn load_run(conn: &mut SqliteConnection, run_id: &str) -> Result<Option<RunRow>> {
+    Ok(
+        sqlx::query_as::<_, RunRow>(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?"))
+            .bind(run_id)
+            .fetch_optional(conn)
+            .await?,
+    )
+}
+
+pub(crate) async fn latest_interrupt(
+    conn: &mut SqliteConnection,
+    run_id: &str,
+    node_id: &str,
+) -> Result<Option<InterruptRow>> {
+    Ok(sqlx::query_as::<_, InterruptRow>(&format!(
+        "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
+    ))
+    .bind(run_id)
+    .bind(node_id)
+    .fetch_optional(conn)
+    .await?)
+}
+
+/// What a run start needs besides the definition.
+pub struct NewRun {
+    pub run_id: String,
+    pub workflow_digest: String,
+    pub inputs: Value,
+    pub owner: Value,
+    pub configurable: Option<Value>,
+    pub tags: Option<Value>,
+    pub metadata: Option<Value>,
+    pub callback_url: Option<String>,
+}
+
+/// One command's view of one run.
+pub(crate) struct Exec<'a> {
+    conn: &'a mut SqliteConnection,
+    wf: &'a Workflow,
+    pub run: RunRow,
+    nodes: HashMap<String, NodeState>,
+    now: Millis,
+    queue: VecDeque<String>,
+    unhandled: Option<(String, Value)>,
+    recursion_limit: i64,
+}
+
+impl<'a> Exec<'a> {
+    /// Loads a run's scheduler state.
+    pub async fn load(
+        conn: &'a mut SqliteConnection,
+        wf: &'a Workflow,
+        run: RunRow,
+        now: Millis,
+    ) -> Result<Exec<'a>> {
+        let rows = sqlx::query_as::<_, NodeRow>(
+            "SELECT node_id, status, visits, output, pending_in, due_at, waiting FROM node_states WHERE run_id = ?",
+        )
+        .bind(&run.run_id)
+        .fetch_all(&mut *conn)
+        .await?;
+        let mut nodes = HashMap::with_capacity(wf.nodes.len());
+        for r in rows {
+            nodes.insert(
+                r.node_id,
+                NodeState {
+                    status: r.status,
+                    visits: r.visits,
+                    output: r.output.and_then(|o| serde_json::from_str(&o).ok()),
+                    pending_in: serde_json::from_str(&r.pending_in).unwrap_or_default(),
+                    due_at: r.due_at,
+                    waiting: r.waiting,
+                    dirty: false,
+                    stored: true,
+                },
+            );
+        }
+        let recursion_limit = run.recursion_limit();
+        Ok(Exec {
+            conn,
+            wf,
+            run,
+            nodes,
+            now,
+            queue: VecDeque::new(),
+            unhandled: None,
+            recursion_limit,
+        })
+    }
+
+    /// Creates the run row, emits `run.started` and fires the root nodes.
+    pub async fn start(
+        conn: &'a mut SqliteConnection,
+        wf: &'a Workflow,
+        new: NewRun,
+        now: Millis,
+    ) -> Result<Exec<'a>> {
+        let run = RunRow {
+            tenant: ids::tenant_of(&new.run_id).to_string(),
+            run_id: new.run_id,
+            workflow_id: wf.id.clone(),
+            workflow_digest: new.workflow_digest,
+            status: "running".into(),
+            owner: new.owner.to_string(),
+            current_node_id: None,
+            error: None,
+            inputs: new.inputs.to_string(),
+            configurable: new.configurable.map(|v| v.to_string()),
+            tags: new.tags.map(|v| v.to_string()),
+            metadata: new.metadata.map(|v| v.to_string()),
+            callback_url: new.callback_url,
+            next_sequence: 0,
+            created_at: now,
+            completed_at: None,
+        };
+        sqlx::query(&format!(
+            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        ))
+        .bind(&run.run_id)
+        .bind(&run.tenant)
+        .bind(&run.workflow_id)
+        .bind(&run.workflow_digest)
+        .bind(&run.status)
+        .bind(&run.owner)
+        .bind(&run.current_node_id)
+        .bind(&run.error)
+        .bind(&run.inputs)
+        .bind(&run.configurable)
+        .bind(&run.tags)
+        .bind(&run.metadata)
+        .bind(&run.callback_url)
+        .bind(run.next_sequence)
+        .bind(run.created_at)
+        .bind(run.completed_at)
+        .execute(&mut *conn)
+        .await?;
+        let recursion_limit = run.recursion_limit();
+        let mut exec = Exec {
+            conn,
+            wf,
+            run,
+            nodes: HashMap::new(),
+            now,
+            queue: VecDeque::new(),
+            unhandled: None,
+            recursion_limit,
+        };
+        let owner: Value = serde_json::from_str(&exec.run.owner)?;
+        let inputs: Value = serde_json::from_str(&exec.run.inputs)?;
+        exec.emit(
+            "run.started",
+            None,
+            json!({ "workflowId": wf.id, "inputs": inputs, "owner": owner, "transport": "rest" }),
+        )
+        .await?;
+        for root in wf.roots() {
+            exec.state_mut(&root.id).status = "queued".into();
+            exec.queue.push_back(root.id.clone());
+        }
+        exec.drain().await?;
+        Ok(exec)
+    }
+
+    fn state_mut(&mut self, node: &str) -> &mut NodeState {
+        let st = self.nodes.entry(node.to_string()).or_default();
+        st.dirty = true;
+        st
+    }
+
+    fn status_of(&self, node: &str) -> &str {
+        self.nodes.get(node).map(|s| s.status.as_str()).unwrap_or("idle")
+    }
+
+    pub async fn emit(&mut self, event_type: &str, node_id: Option<&str>, payload: Value) -> Result<i64> {
+        let seq = self.run.next_sequence;
+        self.run.next_sequence += 1;
+        sqlx::query(
+            "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&self.run.run_id)
+        .bind(seq)
+        .bind(ids::new_opaque())
+        .bind(event_type)
+        .bind(node_id)
+        .bind(payload.to_string())
+        .bind(self.now)
+        .execute(&mut *self.conn)
+        .await?;
+        Ok(seq)
+    }
+
+    async fn drain(&mut self) -> Result<()> {
+        while let Some(node) = self.queue.pop_front() {
+            if self.unhandled.is_some() {
+                break;
+            }
+            self.fire(&node).await?;
+        }
+        Ok(())
+    }
+
+    async fn fire(&mut self, node_id: &str) -> Result<()> {
+        let wf = self.wf;
+        let Some(node) = wf.node(node_id) else {
+            return Err(EngineError::Internal(format!(
+                "node {node_id} vanished from its workflow"
+            )));
+        };
+        let visits = {
+            let st = self.state_mut(node_id);
+            st.visits += 1;
+            st.status = "running".into();
+            st.output = None;
+            st.visits
+        };
+        self.emit(
+            "node.started",
+            Some(node_id),
+            json!({ "nodeId": node_id, "typeId": node.type_id, "attempt": 0 }),
+        )
+        .await?;
+        if visits > self.recursion_limit {
+            let error = json!({
+                "code": "recursion_limit_exceeded",
+                "message": format!("node \"{node_id}\" ran more than {} times (configurable.run.recursionLimit)", self.recursion_limit),
+                "retryable": false
+            });
+            self.state_mut(node_id).status = "failed".into();
+            self.emit(
+                "node.failed",
+                Some(node_id),
+                json!({ "nodeId": node_id, "error": error }),
+            )
+            .await?;
+            self.unhandled = Some((node_id.to_string(), error));
+            return Ok(());
+        }
+        match &node.behaviour {
+            NodeBehaviour::Noop => self.complete(node_id, json!({})).await,
+            NodeBehaviour::Delay { delay_ms } => {
+                let inputs: Value = serde_json::from_str(&self.run.inputs)?;
+                let bound = resolve_inputs(wf, node, &inputs);
+                let delay = delay_ms.or_else(|| bound.get("delayMs").and_then(Value::as_u64));
+                match delay {
+                    Some(0) => self.complete(node_id, json!({ "delayedMs": 0 })).await,
+                    Some(ms) => {
+                        let due = self.now + ms as i64;
+                        let st = self.state_mut(node_id);
+                        st.status = "waiting".into();
+                        st.due_at = Some(due);
+                        Ok(())
+                    }
+                    None => {
+                        self.fail(
+                            node_id,
+                            json!({"code": "validation_error", "message": format!("node \"{node_id}\": delayMs is not a non-negative integer"), "retryable": false}),
+                        )
+                        .await
+                    }
+                }
+            }
+            NodeBehaviour::Interrupt(spec) => self.raise(node_id, visits - 1, spec).await,
+        }
+    }
+
+    async fn raise(
+        &mut self,
+        node_id: &str,
+        visit: i64,
+        spec: &crate::definition::InterruptSpec,
+    ) -> Result<()> {
+        let wf = self.wf;
+        let node = wf.node(node_id).expect("checked by fire");
+        let inputs: Value = serde_json::from_str(&self.run.inputs)?;
+        let bound = resolve_inputs(wf, node, &inputs);
+        let mut data = spec.data.clone();
+        let request = if !bound.is_empty() {
+            Value::Object(bound)
+        } else {
+            match (spec.kind, data.get("artifactData"), data.get("payload")) {
+                (InterruptKind::Approval, Some(a), _) if a.is_object() => a.clone(),
+                (InterruptKind::Custom, _, Some(p)) if p.is_object() => p.clone(),
+                _ => json!({}),
+            }
+        };
+        if let Err(e) = spec.contract.validate_request(&request) {
+            let message = format!("node \"{node_id}\": request payload does not match requestSchema: {e}");
+            let field = match &e {
+                EngineError::Validation { field, .. } => field.clone(),
+                _ => None,
+            };
+            return self
+                .fail(
+                    node_id,
+                    json!({"code": "validation_error", "message": message, "details": {"nodeId": node_id, "field": field}, "retryable": false}),
+                )
+                .await;
+        }
+        match spec.kind {
+            InterruptKind::Approval if request.as_object().is_some_and(|m| !m.is_empty()) => {
+                data["artifactData"] = request.clone();
+            }
+            InterruptKind::Custom if request.as_object().is_some_and(|m| !m.is_empty()) => {
+                data["payload"] = request.clone();
+            }
+            _ => {}
+        }
+        let key = reentry_key(&self.run.run_id, node_id, visit);
+        let interrupt_id = ids::new_tenant_bound(&self.run.tenant);
+        let mut payload = json!({
+            "kind": spec.kind.as_str(),
+            "key": key,
+            "data": data,
+            "resumeSchema": spec.contract.contract.resume_schema,
+        });
+        if let Some(t) = spec.timeout_ms {
+            payload["timeoutMs"] = json!(t);
+        }
+        let title = data
+            .get("title")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| data["questions"][0]["question"].as_str().map(str::to_string))
+            .unwrap_or_else(|| node.name.clone());
+        let rules = spec
+            .approval
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()?
+            .unwrap_or_else(|| "null".into());
+        sqlx::query(&format!(
+            "INSERT INTO interrupts ({INTERRUPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)"
+        ))
+        .bind(&interrupt_id)
+        .bind(&self.run.run_id)
+        .bind(node_id)
+        .bind(&key)
+        .bind(visit)
+        .bind(spec.kind.as_str())
+        .bind(payload.to_string())
+        .bind(serde_json::to_string(&spec.contract.contract)?)
+        .bind(request.to_string())
+        .bind(rules)
+        .bind(&wf.id)
+        .bind(&title)
+        .bind(self.run.owner_subject_id())
+        .bind(self.now)
+        .bind(spec.timeout_ms.map(|t| self.now + t as i64))
+        .execute(&mut *self.conn)
+        .await?;
+        self.emit("interrupt.requested", Some(node_id), payload).await?;
+        self.emit(
+            "node.suspended",
+            Some(node_id),
+            json!({ "nodeId": node_id, "interruptId": interrupt_id, "kind": spec.kind.as_str(), "key": key }),
+        )
+        .await?;
+        let st = self.state_mut(node_id);
+        st.status = "suspended".into();
+        st.waiting = Some(spec.kind.waiting_status().into());
+        Ok(())
+    }
+
+    async fn complete(&mut self, node_id: &str, outputs: Value) -> Result<()> {
+        {
+            let st = self.state_mut(node_id);
+            st.status = "completed".into();
+            st.output = Some(outputs.clone());
+            st.due_at = None;
+            st.waiting = None;
+        }
+        self.emit(
+            "node.completed",
+            Some(node_id),
+            json!({ "nodeId": node_id, "outputs": outputs }),
+        )
+        .await?;
+        self.propagate(node_id).await
+    }
+
+    async fn fail(&mut self, node_id: &str, error: Value) -> Result<()> {
+        {
+            let st = self.state_mut(node_id);
+            st.status = "failed".into();
+            st.due_at = None;
+            st.waiting = None;
+        }
+        self.emit(
+            "node.failed",
+            Some(node_id),
+            json!({ "nodeId": node_id, "error": error, "attempts": 1 }),
+        )
+        .await?;
+        let handled = self.wf.outgoing(node_id).any(|e| e.rule.admits_failure());
+        if handled {
+            self.propagate(node_id).await
+        } else {
+            if self.unhandled.is_none() {
+                self.unhandled = Some((node_id.to_string(), error));
+            }
+            Ok(())
+        }
+    }
+
+    async fn skip(&mut self, node_id: &str, reason: &str) -> Result<()> {
+        self.state_mut(node_id).status = "skipped".into();
+        self.emit(
+            "node.skipped",
+            Some(node_id),
+            json!({ "nodeId": node_id, "reason": reason }),
+        )
+        .await?;
+        Box::pin(self.propagate(node_id)).await
+    }
+
+    /// Delivers a terminal node's status over its outgoing edges and decides each target.
+    async fn propagate(&mut self, node_id: &str) -> Result<()> {
+        let status = self.status_of(node_id).to_string();
+        let wf = self.wf;
+        let targets: Vec<(String, String)> = wf
+            .outgoing(node_id)
+            .map(|e| (e.id.clone(), e.target.clone()))
+            .collect();
+        for (edge_id, target) in &targets {
+            self.state_mut(target)
+                .pending_in
+                .insert(edge_id.clone(), status.clone());
+        }
+        let mut seen = Vec::new();
+        for (_, target) in targets {
+            if !seen.contains(&target) {
+                self.evaluate(&target).await?;
+                seen.push(target);
+            }
+        }
+        Ok(())
+    }
+
+    async fn evaluate(&mut self, target: &str) -> Result<()> {
+        if self.nodes.get(target).is_some_and(NodeState::is_active) {
+            return Ok(());
+        }
+        let wf = self.wf;
+        let pending = self
+            .nodes
+            .get(target)
+            .map(|s| s.pending_in.clone())
+            .unwrap_or_default();
+        let incoming: Vec<_> = wf.incoming(target).collect();
+        let mut rules: Vec<TriggerRule> = incoming.iter().map(|e| e.rule).collect();
+        rules.dedup();
+        let satisfied = rules.iter().any(|&rule| {
+            let states: Vec<Option<&str>> = incoming
+                .iter()
+                .filter(|e| e.rule == rule)
+                .map(|e| pending.get(&e.id).map(String::as_str))
+                .collect();
+            match rule {
+                TriggerRule::AllSuccess => states.iter().all(|s| *s == Some("completed")),
+                TriggerRule::AnySuccess => states.contains(&Some("completed")),
+                TriggerRule::AllComplete => states.iter().all(Option::is_some),
+                TriggerRule::NoneFailed => states.iter().all(|s| matches!(s, Some("completed" | "skipped"))),
+                TriggerRule::AnyFailed => states.contains(&Some("failed")),
+            }
+        });
+        let all_delivered = incoming.iter().all(|e| pending.contains_key(&e.id));
+        if satisfied {
+            let st = self.state_mut(target);
+            st.pending_in.clear();
+            st.status = "queued".into();
+            self.queue.push_back(target.to_string());
+        } else if all_delivered {
+            self.state_mut(target).pending_in.clear();
+            self.skip(target, "trigger rule not satisfied").await?;
+        }
+        Ok(())
+    }
+
+    /// Resolves a pending interrupt: records the decision, resumes the node
+    /// and runs on. `failure` carries the node error when the decision fails the node.
+    pub async fn resolve(
+        &mut self,
+        interrupt: &InterruptRow,
+        resolved: Value,
+        resume_value: Option<Value>,
+        failure: Option<Value>,
+    ) -> Result<()> {
+        let node_id = interrupt.node_id.as_str();
+        sqlx::query("UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ? WHERE interrupt_id = ? AND status = 'pending'")
+            .bind(self.now)
+            .bind(resolved.to_string())
+            .bind(&interrupt.interrupt_id)
+            .execute(&mut *self.conn)
+            .await?;
+        self.emit("interrupt.resolved", Some(node_id), resolved).await?;
+        if let Some(rv) = &resume_value {
+            self.emit(
+                "node.resumed",
+                Some(node_id),
+                json!({ "nodeId": node_id, "interruptId": interrupt.interrupt_id, "resumeValue": rv }),
+            )
+            .await?;
+        }
+        match failure {
+            Some(error) => self.fail(node_id, error).await?,
+            None => {
+                let outputs = json!({ "resumeValue": resume_value.unwrap_or(Value::Null) });
+                self.complete(node_id, outputs).await?
+            }
+        }
+        self.drain().await
+    }
+
+    /// Completes a due `core.delay` node.
+    pub async fn finish_delay(&mut self, node_id: &str) -> Result<bool> {
+        let due = self
+            .nodes
+            .get(node_id)
+            .filter(|s| s.status == "waiting")
+            .and_then(|s| s.due_at);
+        if due.is_none_or(|d| d > self.now) {
+            return Ok(false);
+        }
+        self.complete(node_id, json!({})).await?;
+        self.drain().await?;
+        Ok(true)
+    }
+
+    /// Cancels a live run: active nodes get `node.cancelled`, open interrupts are closed.
+    pub async fn cancel(&mut self, reason: Option<String>, by: Option<String>) -> Result<()> {
+        self.stop_active("run cancelled").await?;
+        let mut payload = json!({ "durationMs": (self.now - self.run.created_at).max(0) });
+        if let Some(r) = reason {
+            payload["reason"] = json!(r);
+        }
+        if let Some(b) = by {
+            payload["cancelledBy"] = json!(b);
+        }
+        self.emit("run.cancelled", None, payload).await?;
+        self.run.status = "cancelled".into();
+        self.run.current_node_id = None;
+        self.run.completed_at = Some(self.now);
+        Ok(())
+    }
+
+    async fn stop_active(&mut self, reason: &str) -> Result<()> {
+        let active: Vec<String> = self
+            .wf
+            .nodes
+            .iter()
+            .filter(|n| self.nodes.get(&n.id).is_some_and(NodeState::is_active))
+            .map(|n| n.id.clone())
+            .collect();
+        for node_id in active {
+            {
+                let st = self.state_mut(&node_id);
+                st.status = "cancelled".into();
+                st.due_at = None;
+                st.waiting = None;
+            }
+            self.emit(
+                "node.cancelled",
+                Some(&node_id),
+                json!({ "nodeId": node_id, "reason": reason }),
+            )
+            .await?;
+        }
+        self.queue.clear();
+        sqlx::query("UPDATE interrupts SET status = 'cancelled', resolved_at = ? WHERE run_id = ? AND status = 'pending'")
+            .bind(self.now)
+            .bind(&self.run.run_id)
+            .execute(&mut *self.conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Decides the run's status after a step: failed, completed, or waiting.
+    async fn settle(&mut self) -> Result<()> {
+        if self.run.is_terminal() {
+            return Ok(());
+        }
+        let duration = (self.now - self.run.created_at).max(0);
+        if let Some((node_id, error)) = self.unhandled.take() {
+            self.stop_active("run failed").await?;
+            let run_error = json!({ "code": error["code"], "message": error["message"] });
+            self.emit(
+                "run.failed",
+                None,
+                json!({ "error": run_error, "failedNodeId": node_id, "durationMs": duration }),
+            )
+            .await?;
+            self.run.status = "failed".into();
+            self.run.error = Some(run_error.to_string());
+            self.run.current_node_id = None;
+            self.run.completed_at = Some(self.now);
+            return Ok(());
+        }
+        let wf = self.wf;
+        let suspended = wf
+            .nodes
+            .iter()
+            .find(|n| self.nodes.get(&n.id).is_some_and(|s| s.status == "suspended"));
+        if let Some(node) = suspended {
+            self.run.status = self.nodes[&node.id]
+                .waiting
+                .clone()
+                .unwrap_or_else(|| "waiting-approval".into());
+            self.run.current_node_id = Some(node.id.clone());
+            return Ok(());
+        }
+        if wf
+            .nodes
+            .iter()
+            .any(|n| self.nodes.get(&n.id).is_some_and(NodeState::is_active))
+        {
+            self.run.status = "running".into();
+            self.run.current_node_id = None;
+            return Ok(());
+        }
+        let mut outputs = Map::new();
+        for n in &wf.nodes {
+            if wf.outgoing(&n.id).next().is_none() {
+                if let Some(st) = self.nodes.get(&n.id).filter(|s| s.status == "completed") {
+                    if let Some(o) = st
+                        .output
+                        .as_ref()
+                        .filter(|o| o.as_object().is_some_and(|m| !m.is_empty()))
+                    {
+                        outputs.insert(n.id.clone(), o.clone());
+                    }
+                }
+            }
+        }
+        self.emit(
+            "run.completed",
+            None,
+            json!({ "outputs": outputs, "durationMs": duration }),
+        )
+        .await?;
+        self.run.status = "completed".into();
+        self.run.current_node_id = None;
+        self.run.completed_at = Some(self.now);
+        Ok(())
+    }
+
+    /// Settles the run and writes the projections. Call once at the end of a command.
+    pub async fn finish(mut self) -> Result<RunRow> {
+        self.settle().await?;
+        for (node_id, st) in self.nodes.iter().filter(|(_, s)| s.dirty) {
+            let output = st.output.as_ref().map(Value::to_string);
+            let pending = serde_json::to_string(&st.pending_in)?;
+            if st.stored {
+                sqlx::query("UPDATE node_states SET status = ?, visits = ?, output = ?, pending_in = ?, due_at = ?, waiting = ? WHERE run_id = ? AND node_id = ?")
+                    .bind(&st.status).bind(st.visits).bind(output).bind(pending).bind(st.due_at).bind(&st.waiting)
+                    .bind(&self.run.run_id).bind(node_id)
+                    .execute(&mut *self.conn).await?;
+            } else {
+                sqlx::query("INSERT INTO node_states (run_id, node_id, status, visits, output, pending_in, due_at, waiting) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+                    .bind(&self.run.run_id).bind(node_id).bind(&st.status).bind(st.visits).bind(output).bind(pending).bind(st.due_at).bind(&st.waiting)
+                    .execute(&mut *self.conn).await?;
+            }
+        }
+        sqlx::query("UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ? WHERE run_id = ?")
+            .bind(&self.run.status)
+            .bind(&self.run.current_node_id)
+            .bind(&self.run.error)
+            .bind(self.run.next_sequence)
+            .bind(self.run.completed_at)
+            .bind(&self.run.run_id)
+            .execute(&mut *self.conn)
+            .await?;
+        Ok(self.run)
+    }
+}
+
+/// The result of checking a resolve against an interrupt: what to record.
+pub(crate) enum Decision {
+    /// A vote was recorded; the gate stays open.
+    Recorded,
+    /// The interrupt resolves with this `interrupt.resolved` payload.
+    Resolve {
+        resolved: Value,
+        resume_value: Value,
+        failure: Option<Value>,
+    },
+}
+
+/// Applies one resolve to a pending interrupt's rules. Validation and
+/// eligibility run before anything is written.
+pub(crate) async fn decide(
+    conn: &mut SqliteConnection,
+    run: &RunRow,
+    interrupt: &InterruptRow,
+    resume_value: &Value,
+    actor: &Actor,
+    now: Millis,
+) -> Result<Decision> {
+    let kind = interrupt
+        .kind()
+        .ok_or_else(|| EngineError::Internal(format!("unknown interrupt kind {}", interrupt.kind)))?;
+    let contract = interrupt
+        .contract_json()
+        .ok_or_else(|| EngineError::Internal("interrupt contract unreadable".into()))?;
+    let payload = interrupt.payload_json();
+    let subject = serde_json::to_value(actor.subject())?;
+    let mut resolved = json!({
+        "nodeId": interrupt.node_id,
+        "interruptId": interrupt.interrupt_id,
+        "kind": kind.as_str(),
+        "resumeValue": resume_value,
+        "resolvedBy": subject,
+    });
+
+    if kind == InterruptKind::Approval {
+        let rules = interrupt
+            .approval_rules()
+            .ok_or_else(|| EngineError::Internal("approval rules unreadable".into()))?;
+        let principal = current_principal(conn, &actor.principal).await?;
+        let via = rules.eligibility(&principal, &run.owner_subject_id())?;
+        let parsed = approval::parse_resume(&rules, resume_value)?;
+        crate::contract::CompiledContract::compile(contract, "interrupt")
+            .map_err(EngineError::Internal)?
+            .validate_resume(resume_value)?;
+        let seq: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM votes WHERE interrupt_id = ?")
+            .bind(&interrupt.interrupt_id)
+            .fetch_one(&mut *conn)
+            .await?;
+        if parsed.action != "ask" {
+            sqlx::query("UPDATE votes SET superseded = 1 WHERE interrupt_id = ? AND principal = ? AND action <> 'ask'")
+                .bind(&interrupt.interrupt_id)
+                .bind(&principal.id)
+                .execute(&mut *conn)
+                .await?;
+        }
+        sqlx::query("INSERT INTO votes (interrupt_id, seq, principal, action, resume_value, eligible_via, decided_at, superseded) VALUES (?, ?, ?, ?, ?, ?, ?, 0)")
+            .bind(&interrupt.interrupt_id)
+            .bind(seq)
+            .bind(&principal.id)
+            .bind(&parsed.action)
+            .bind(resume_value.to_string())
+            .bind(&via)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?;
+        if parsed.action == "ask" {
+            return Ok(Decision::Recorded);
+        }
+        let ballots = current_ballots(conn, &interrupt.interrupt_id).await?;
+        resolved["action"] = json!(parsed.action);
+        resolved["x-tollgate-eligibleVia"] = json!(via);
+        for k in ["refineFeedback", "editedArtifactData"] {
+            if let Some(v) = resume_value.get(k) {
+                resolved[k] = v.clone();
+            }
+        }
+        return Ok(match approval::tally(&rules, &ballots) {
+            Verdict::Pending { .. } => Decision::Recorded,
+            Verdict::Granted { action, decision } => {
+                resolved["action"] = json!(action);
+                resolved["decision"] = json!(decision);
+                Decision::Resolve {
+                    resolved,
+                    resume_value: resume_value.clone(),
+                    failure: None,
+                }
+            }
+            Verdict::Resolved { action } => {
+                resolved["action"] = json!(action);
+                Decision::Resolve {
+                    resolved,
+                    resume_value: resume_value.clone(),
+                    failure: None,
+                }
+            }
+            Verdict::Rejected { .. } => {
+                resolved["action"] = json!("reject");
+                resolved["decision"] = json!("rejected");
+                Decision::Resolve {
+                    resolved,
+                    resume_value: resume_value.clone(),
+                    failure: Some(json!({
+                        "code": "approval_rejected",
+                        "message": format!("approval gate \"{}\" was rejected", interrupt.node_id),
+                        "retryable": false
+                    })),
+                }
+            }
+        });
+    }
+
+    crate::contract::CompiledContract::compile(contract, "interrupt")
+        .map_err(EngineError::Internal)?
+        .validate_resume(resume_value)?;
+    let mut failure = None;
+    match kind {
+        InterruptKind::ExternalEvent => {
+            if let Some(corr) = payload["data"]["correlation"].as_object() {
+                for (k, expected) in corr {
+                    if resume_value.get(k) != Some(expected) {
+                        return Err(EngineError::Validation {
+                            message: format!("resumeValue.{k} does not match the interrupt's correlation (expected {expected})"),
+                            field: Some(format!("resumeValue.{k}")),
+                            details: None,
+                        });
+                    }
+                }
+            }
+        }
+        InterruptKind::Clarification => {
+            let answers = match resume_value.get("answers") {
+                Some(a @ Value::Object(_)) => a,
+                _ => resume_value,
+            };
+            let questions = payload["data"]["questions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for q in &questions {
+                let qid = q["id"].as_str().unwrap_or_default();
+                let field = format!("resumeValue.answers.{qid}");
+                match answers.get(qid) {
+                    None | Some(Value::Null) => {
+                        return Err(EngineError::validation(
+                            field,
+                            format!("question \"{qid}\" needs an answer"),
+                        ))
+                    }
+                    Some(answer) => {
+                        if let Some(schema) = q.get("schema") {
+                            let v = jsonschema::validator_for(schema)
+                                .map_err(|e| EngineError::Internal(format!("question schema: {e}")))?;
+                            crate::contract::validate_with(&v, answer, &field)?;
+                        }
+                    }
+                }
+            }
+        }
+        InterruptKind::Credential if resume_value["outcome"] == "declined" => {
+            failure = Some(json!({
+                "code": "connector_auth_declined",
+                "message": "the credential request was declined",
+                "retryable": false
+            }));
+        }
+        _ => {}
+    }
+    Ok(Decision::Resolve {
+        resolved,
+        resume_value: resume_value.clone(),
+        failure,
+    })
+}
+
+/// The `interrupt.resolved` a passed deadline records: always a rejection for
+/// approvals, whatever `onTimeout` says.
+pub(crate) fn timeout_resolution(interrupt: &InterruptRow) -> (Value, Value) {
+    let kind = interrupt.kind().unwrap_or(InterruptKind::Custom);
+    let mut resolved = json!({
+        "nodeId": interrupt.node_id,
+        "interruptId": interrupt.interrupt_id,
+        "kind": kind.as_str(),
+        "reason": "timeout",
+    });
+    let failure = if kind == InterruptKind::Approval {
+        resolved["action"] = json!("timeout");
+        resolved["decision"] = json!("rejected");
+        if interrupt
+            .approval_rules()
+            .is_some_and(|r| r.on_timeout == OnTimeout::Escalate)
+        {
+            resolved["x-tollgate-escalated"] = json!(true);
+        }
+        json!({"code": "approval_rejected", "message": format!("approval gate \"{}\" timed out", interrupt.node_id), "retryable": false})
+    } else {
+        json!({"code": "interrupt_timeout", "message": format!("interrupt on \"{}\" timed out", interrupt.node_id), "retryable": false})
+    };
+    (resolved, failure)
+}
+
+async fn current_ballots(conn: &mut SqliteConnection, interrupt_id: &str) -> Result<Vec<Ballot>> {
+    let rows: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT v.principal, v.action, COALESCE(p.is_override, 0) FROM votes v LEFT JOIN principals p ON p.id = v.principal \
+         WHERE v.interrupt_id = ? AND v.superseded = 0 AND v.action <> 'ask' ORDER BY v.seq",
+    )
+    .bind(interrupt_id)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(principal, action, o)| Ballot {
+            principal,
+            action,
+            is_override: o != 0,
+        })
+        .collect())
+}
+
+/// The principal's directory entry as it is now (membership is resolved at decision time).
+async fn current_principal(conn: &mut SqliteConnection, p: &Principal) -> Result<Principal> {
+    let row: Option<(String, String, Option<String>, String, String, i64)> =
+        sqlx::query_as("SELECT tenant, name, email, groups, roles, is_override FROM principals WHERE id = ?")
+            .bind(&p.id)
+            .fetch_optional(conn)
+            .await?;
+    Ok(match row {
+        Some((tenant, name, email, groups, roles, o)) => Principal {
+            id: p.id.clone(),
+            tenant,
+            name,
+            email,
+            groups: serde_json::from_str(&groups).unwrap_or_default(),
+            roles: serde_json::from_str(&roles).unwrap_or_default(),
+            is_override: o != 0,
+        },
+        None => p.clone(),
+    })
+}

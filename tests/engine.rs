@@ -1,0 +1,807 @@
+//! Engine tests against a real SQLite file, with an injected clock.
+
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::Arc;
+use tollgate::{Actor, CreateRun, Engine, EngineError, EngineOptions, Idem, Lane, ManualClock, Principal};
+
+const T0: i64 = 1_800_000_000_000;
+
+struct Fixture {
+    engine: Engine,
+    clock: ManualClock,
+    _dir: tempfile::TempDir,
+}
+
+async fn open_at(path: &Path, clock: ManualClock) -> Engine {
+    let mut opts = EngineOptions::new(format!("sqlite://{}", path.display()));
+    opts.clock = Arc::new(clock);
+    Engine::open(opts).await.unwrap()
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0);
+    let engine = open_at(&dir.path().join("t.db"), clock.clone()).await;
+    let conformance = Path::new(env!("CARGO_MANIFEST_DIR")).join("workflows/conformance");
+    for (path, r) in engine.load_workflow_dir(&conformance).await {
+        r.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+    for (id, groups, roles, is_override) in [
+        ("owner", vec![], vec![], false),
+        ("ann", vec!["finance"], vec![], false),
+        ("bob", vec!["finance"], vec!["cfo"], false),
+        ("cat", vec![], vec![], false),
+        ("boss", vec![], vec![], true),
+    ] {
+        engine
+            .upsert_principal(Principal {
+                id: id.into(),
+                tenant: "acme".into(),
+                name: id.into(),
+                email: None,
+                groups: groups.into_iter().map(String::from).collect(),
+                roles: roles.into_iter().map(String::from).collect(),
+                is_override,
+            })
+            .await
+            .unwrap();
+    }
+    Fixture {
+        engine,
+        clock,
+        _dir: dir,
+    }
+}
+
+async fn actor(engine: &Engine, id: &str) -> Actor {
+    Actor {
+        principal: engine.principal(id).await.unwrap().unwrap(),
+        lane: Lane::ApiKey,
+    }
+}
+
+async fn start(engine: &Engine, workflow: &str, mut body: Value) -> String {
+    body["workflowId"] = json!(workflow);
+    let req: CreateRun = serde_json::from_value(body).unwrap();
+    let owner = actor(engine, "owner").await;
+    engine
+        .create_run(req, &owner, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap()
+        .run_id
+}
+
+async fn resolve(
+    engine: &Engine,
+    run: &str,
+    node: &str,
+    who: &str,
+    rv: Value,
+) -> Result<tollgate::Resolved, EngineError> {
+    let a = actor(engine, who).await;
+    engine
+        .resolve(run, node, rv, &a, None)
+        .await
+        .and_then(|o| o.result)
+}
+
+async fn snapshot(engine: &Engine, run: &str) -> Value {
+    engine.snapshot(run, &actor(engine, "owner").await).await.unwrap()
+}
+
+async fn events(engine: &Engine, run: &str) -> Vec<tollgate::RunEvent> {
+    engine
+        .events_after(run, &actor(engine, "owner").await, -1, 10_000)
+        .await
+        .unwrap()
+        .0
+}
+
+fn types(evs: &[tollgate::RunEvent]) -> Vec<String> {
+    evs.iter().map(|e| e.event_type.clone()).collect()
+}
+
+async fn assert_projection_matches_log(engine: &Engine, run: &str) {
+    let diff = engine.verify_projection(run).await.unwrap();
+    assert!(diff.is_empty(), "projection differs from the log: {diff:?}");
+}
+
+async fn register(engine: &Engine, def: Value) {
+    engine.register_workflow(def).await.unwrap();
+}
+
+fn gate(id: &str, config: Value) -> Value {
+    json!({"id": id, "typeId": "core.approvalGate", "config": config})
+}
+
+#[tokio::test]
+async fn accept_completes_with_the_v2_event_order() {
+    let f = fixture().await;
+    let run = start(&f.engine, "conformance-approval", json!({})).await;
+    let s = snapshot(&f.engine, &run).await;
+    assert_eq!(s["status"], "waiting-approval");
+    assert_eq!(s["currentNodeId"], "gate");
+    assert_eq!(s["eventLogSchemaVersion"], 3);
+    let r = resolve(&f.engine, &run, "gate", "ann", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, "completed");
+    let evs = events(&f.engine, &run).await;
+    assert_eq!(
+        types(&evs),
+        [
+            "run.started",
+            "node.started",
+            "interrupt.requested",
+            "node.suspended",
+            "interrupt.resolved",
+            "node.resumed",
+            "node.completed",
+            "run.completed"
+        ]
+    );
+    assert!(evs.iter().enumerate().all(|(i, e)| e.sequence == i as i64));
+    let resolved = &evs[4].payload;
+    assert_eq!(resolved["decision"], "granted");
+    assert_eq!(resolved["action"], "accept");
+    assert_eq!(resolved["resolvedBy"]["subjectId"], "ann");
+    assert_eq!(evs[2].payload["kind"], "approval");
+    assert!(evs[2].payload["key"].as_str().unwrap().ends_with(":gate:0"));
+    assert_projection_matches_log(&f.engine, &run).await;
+    // Completed: a second resolve is refused.
+    let again = resolve(&f.engine, &run, "gate", "ann", json!({"action": "accept"})).await;
+    assert!(matches!(again, Err(EngineError::AlreadyResolved(_))), "{again:?}");
+}
+
+#[tokio::test]
+async fn reject_without_a_failure_edge_fails_the_run() {
+    let f = fixture().await;
+    let run = start(&f.engine, "conformance-approval", json!({})).await;
+    let r = resolve(
+        &f.engine,
+        &run,
+        "gate",
+        "ann",
+        json!({"action": "reject", "feedback": "no"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, "failed");
+    let s = snapshot(&f.engine, &run).await;
+    assert_eq!(s["error"]["code"], "approval_rejected");
+    let evs = events(&f.engine, &run).await;
+    let failed = evs.iter().find(|e| e.event_type == "node.failed").unwrap();
+    assert_eq!(failed.payload["error"]["code"], "approval_rejected");
+    assert_eq!(failed.payload["error"]["retryable"], false);
+    let run_failed = evs.iter().find(|e| e.event_type == "run.failed").unwrap();
+    assert_eq!(run_failed.payload["failedNodeId"], "gate");
+    assert_eq!(run_failed.payload["error"]["code"], "approval_rejected");
+    let resolved = evs.iter().find(|e| e.event_type == "interrupt.resolved").unwrap();
+    assert_eq!(resolved.payload["decision"], "rejected");
+    assert_eq!(
+        evs.iter().filter(|e| e.event_type == "node.started").count(),
+        1,
+        "never retried"
+    );
+    assert_projection_matches_log(&f.engine, &run).await;
+}
+
+#[tokio::test]
+async fn reject_routed_over_any_failed_completes_and_skips_the_success_branch() {
+    let f = fixture().await;
+    let run = start(&f.engine, "conformance-approval-reject-routed", json!({})).await;
+    resolve(&f.engine, &run, "gate", "ann", json!({"action": "reject"}))
+        .await
+        .unwrap();
+    let s = snapshot(&f.engine, &run).await;
+    assert_eq!(s["status"], "completed");
+    let evs = events(&f.engine, &run).await;
+    let on = |t: &str, n: &str| {
+        evs.iter()
+            .any(|e| e.event_type == t && e.node_id.as_deref() == Some(n))
+    };
+    assert!(on("node.completed", "on-reject"));
+    assert!(!on("node.started", "on-accept"));
+    assert!(on("node.skipped", "on-accept"));
+    assert_projection_matches_log(&f.engine, &run).await;
+}
+
+#[tokio::test]
+async fn loopback_reasks_with_a_new_key_and_one_resolution_per_visit() {
+    let f = fixture().await;
+    let run = start(
+        &f.engine,
+        "conformance-approval-reject-loopback",
+        json!({"configurable": {"version": 1, "run": {"recursionLimit": 20}}}),
+    )
+    .await;
+    resolve(&f.engine, &run, "gate", "ann", json!({"action": "reject"}))
+        .await
+        .unwrap();
+    assert_eq!(snapshot(&f.engine, &run).await["status"], "waiting-approval");
+    let evs = events(&f.engine, &run).await;
+    let keys: Vec<&str> = evs
+        .iter()
+        .filter(|e| e.event_type == "interrupt.requested")
+        .map(|e| e.payload["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 2);
+    assert_ne!(keys[0], keys[1]);
+    assert_eq!(
+        evs.iter()
+            .filter(|e| e.event_type == "interrupt.resolved")
+            .count(),
+        1
+    );
+    // The second visit is a fresh decision: accept ends the loop.
+    resolve(&f.engine, &run, "gate", "ann", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    assert_eq!(snapshot(&f.engine, &run).await["status"], "completed");
+    let evs = events(&f.engine, &run).await;
+    assert_eq!(
+        evs.iter()
+            .filter(|e| e.event_type == "interrupt.resolved")
+            .count(),
+        2
+    );
+    assert_projection_matches_log(&f.engine, &run).await;
+}
+
+#[tokio::test]
+async fn recursion_limit_stops_a_runaway_loop() {
+    let f = fixture().await;
+    let run = start(
+        &f.engine,
+        "conformance-approval-reject-loopback",
+        json!({"configurable": {"version": 1, "run": {"recursionLimit": 2}}}),
+    )
+    .await;
+    resolve(&f.engine, &run, "gate", "ann", json!({"action": "reject"}))
+        .await
+        .unwrap();
+    resolve(&f.engine, &run, "gate", "ann", json!({"action": "reject"}))
+        .await
+        .unwrap();
+    let s = snapshot(&f.engine, &run).await;
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["error"]["code"], "recursion_limit_exceeded");
+    assert_projection_matches_log(&f.engine, &run).await;
+}
+
+#[tokio::test]
+async fn timeout_rejects_whatever_on_timeout_says() {
+    let f = fixture().await;
+    for wf in [
+        "conformance-approval-timeout",
+        "conformance-approval-timeout-approve",
+    ] {
+        let run = start(&f.engine, wf, json!({})).await;
+        f.clock.advance(1499);
+        assert_eq!(f.engine.fire_due().await.unwrap(), 0);
+        assert_eq!(snapshot(&f.engine, &run).await["status"], "waiting-approval");
+        f.clock.advance(1);
+        assert_eq!(f.engine.fire_due().await.unwrap(), 1);
+        let s = snapshot(&f.engine, &run).await;
+        assert_eq!(s["status"], "failed", "{wf}");
+        assert_eq!(s["error"]["code"], "approval_rejected");
+        let evs = events(&f.engine, &run).await;
+        let resolved = evs.iter().find(|e| e.event_type == "interrupt.resolved").unwrap();
+        assert_eq!(resolved.payload["action"], "timeout");
+        assert_eq!(resolved.payload["decision"], "rejected");
+        assert_eq!(resolved.payload["reason"], "timeout");
+        assert!(resolved.payload.get("resolvedBy").is_none());
+        assert!(!types(&evs).contains(&"run.completed".to_string()));
+        assert_projection_matches_log(&f.engine, &run).await;
+    }
+}
+
+#[tokio::test]
+async fn state_survives_a_restart_and_a_missed_deadline_fires_after_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let clock = ManualClock::new(T0);
+    let (pending_run, timed_run);
+    {
+        let f = Fixture {
+            engine: open_at(&db, clock.clone()).await,
+            clock: clock.clone(),
+            _dir: tempfile::tempdir().unwrap(),
+        };
+        let conformance = Path::new(env!("CARGO_MANIFEST_DIR")).join("workflows/conformance");
+        f.engine.load_workflow_dir(&conformance).await;
+        f.engine
+            .upsert_principal(Principal {
+                id: "owner".into(),
+                tenant: "acme".into(),
+                name: "o".into(),
+                email: None,
+                groups: vec![],
+                roles: vec![],
+                is_override: false,
+            })
+            .await
+            .unwrap();
+        pending_run = start(&f.engine, "conformance-approval", json!({})).await;
+        timed_run = start(&f.engine, "conformance-approval-timeout", json!({})).await;
+    }
+    // "Down" for ten seconds: the 1.5 s deadline passes meanwhile.
+    clock.advance(10_000);
+    let engine = open_at(&db, clock.clone()).await;
+    assert_eq!(
+        snapshot(&engine, &pending_run).await["status"],
+        "waiting-approval"
+    );
+    assert_eq!(engine.fire_due().await.unwrap(), 1);
+    assert_eq!(snapshot(&engine, &timed_run).await["status"], "failed");
+    assert_eq!(engine.fire_due().await.unwrap(), 0, "never decided twice");
+    resolve(
+        &engine,
+        &pending_run,
+        "gate",
+        "owner",
+        json!({"action": "accept"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(snapshot(&engine, &pending_run).await["status"], "completed");
+    // The log holds exactly one request and one resolution per interrupt.
+    for run in [&pending_run, &timed_run] {
+        let evs = events(&engine, run).await;
+        assert_eq!(
+            evs.iter()
+                .filter(|e| e.event_type == "interrupt.requested")
+                .count(),
+            1
+        );
+        assert_eq!(
+            evs.iter()
+                .filter(|e| e.event_type == "interrupt.resolved")
+                .count(),
+            1
+        );
+        assert_projection_matches_log(&engine, run).await;
+    }
+}
+
+#[tokio::test]
+async fn quorum_needs_distinct_people_and_policies_decide_rejection() {
+    let f = fixture().await;
+    register(&f.engine, json!({"id": "q3", "nodes": [gate("gate", json!({"title": "Q", "actions": ["accept", "reject"], "requiredApprovals": 3}))]})).await;
+    register(&f.engine, json!({"id": "q3m", "nodes": [gate("gate", json!({"title": "Q", "actions": ["accept", "reject"], "requiredApprovals": 3, "rejectionPolicy": "majority"}))]})).await;
+
+    let run = start(&f.engine, "q3", json!({})).await;
+    for who in ["ann", "ann", "bob"] {
+        let r = resolve(&f.engine, &run, "gate", who, json!({"action": "accept"}))
+            .await
+            .unwrap();
+        assert_eq!(r.status, "waiting-approval", "the same person never counts twice");
+    }
+    let evs = events(&f.engine, &run).await;
+    assert!(
+        !types(&evs).contains(&"interrupt.resolved".to_string()),
+        "undecided votes emit nothing"
+    );
+    let view = f
+        .engine
+        .inspect_interrupt(&run, "gate", &actor(&f.engine, "owner").await)
+        .await
+        .unwrap();
+    assert_eq!(view.quorum.as_ref().unwrap()["accepts"], 2);
+    assert_eq!(view.votes.len(), 3);
+    assert_eq!(view.votes.iter().filter(|v| v.counted).count(), 2);
+    let r = resolve(&f.engine, &run, "gate", "cat", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, "completed");
+
+    // single-veto: one reject decides.
+    let run = start(&f.engine, "q3", json!({})).await;
+    resolve(&f.engine, &run, "gate", "ann", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        resolve(&f.engine, &run, "gate", "bob", json!({"action": "reject"}))
+            .await
+            .unwrap()
+            .status,
+        "failed"
+    );
+
+    // majority: one reject of three is not enough; two are.
+    let run = start(&f.engine, "q3m", json!({})).await;
+    assert_eq!(
+        resolve(&f.engine, &run, "gate", "ann", json!({"action": "reject"}))
+            .await
+            .unwrap()
+            .status,
+        "waiting-approval"
+    );
+    assert_eq!(
+        resolve(&f.engine, &run, "gate", "bob", json!({"action": "reject"}))
+            .await
+            .unwrap()
+            .status,
+        "failed"
+    );
+    assert_eq!(
+        snapshot(&f.engine, &run).await["error"]["code"],
+        "approval_rejected"
+    );
+
+    // A later vote replaces the earlier one: a change of mind from reject to accept.
+    let run = start(&f.engine, "q3m", json!({})).await;
+    resolve(&f.engine, &run, "gate", "ann", json!({"action": "reject"}))
+        .await
+        .unwrap();
+    resolve(&f.engine, &run, "gate", "ann", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    let view = f
+        .engine
+        .inspect_interrupt(&run, "gate", &actor(&f.engine, "owner").await)
+        .await
+        .unwrap();
+    assert_eq!(view.quorum.as_ref().unwrap()["rejects"], 0);
+    assert_eq!(view.quorum.as_ref().unwrap()["accepts"], 1);
+}
+
+#[tokio::test]
+async fn override_and_self_approval() {
+    let f = fixture().await;
+    register(&f.engine, json!({"id": "ov", "nodes": [gate("gate", json!({"title": "O", "actions": ["accept", "reject"], "requiredApprovals": 3, "overrideBypassesQuorum": true}))]})).await;
+    register(&f.engine, json!({"id": "nov", "nodes": [gate("gate", json!({"title": "O", "actions": ["accept", "reject"], "requiredApprovals": 2}))]})).await;
+    let run = start(&f.engine, "ov", json!({})).await;
+    assert_eq!(
+        resolve(&f.engine, &run, "gate", "boss", json!({"action": "accept"}))
+            .await
+            .unwrap()
+            .status,
+        "completed"
+    );
+    let evs = events(&f.engine, &run).await;
+    assert_eq!(
+        evs.iter()
+            .find(|e| e.event_type == "interrupt.resolved")
+            .unwrap()
+            .payload["decision"],
+        "overridden"
+    );
+
+    let run = start(&f.engine, "nov", json!({})).await;
+    assert_eq!(
+        resolve(&f.engine, &run, "gate", "boss", json!({"action": "accept"}))
+            .await
+            .unwrap()
+            .status,
+        "waiting-approval"
+    );
+    // requiredApprovals > 1: self-approval is refused by default.
+    let own = resolve(&f.engine, &run, "gate", "owner", json!({"action": "accept"})).await;
+    assert!(matches!(own, Err(EngineError::Forbidden(_))), "{own:?}");
+}
+
+#[tokio::test]
+async fn eligibility_by_list_group_and_role_leaves_state_unchanged_on_refusal() {
+    let f = fixture().await;
+    register(&f.engine, json!({"id": "el", "nodes": [gate("gate", json!({"title": "E", "actions": ["accept"], "requiredApprovals": 3,
+        "approversList": ["cat"], "approverGroupRefs": ["finance"], "approverRoleRefs": ["cfo"]}))]})).await;
+    let run = start(&f.engine, "el", json!({})).await;
+    let before = events(&f.engine, &run).await.len();
+    let refused = resolve(&f.engine, &run, "gate", "boss", json!({"action": "accept"})).await;
+    assert!(matches!(refused, Err(EngineError::Forbidden(_))));
+    assert_eq!(events(&f.engine, &run).await.len(), before);
+    let view = f
+        .engine
+        .inspect_interrupt(&run, "gate", &actor(&f.engine, "owner").await)
+        .await
+        .unwrap();
+    assert!(view.votes.is_empty());
+    for who in ["cat", "ann", "bob"] {
+        resolve(&f.engine, &run, "gate", who, json!({"action": "accept"}))
+            .await
+            .unwrap();
+    }
+    let view = f
+        .engine
+        .inspect_interrupt(&run, "gate", &actor(&f.engine, "owner").await)
+        .await
+        .unwrap();
+    let via: Vec<&str> = view.votes.iter().map(|v| v.eligible_via.as_str()).collect();
+    assert_eq!(via, ["principal:cat", "group:finance", "group:finance"]);
+    assert_eq!(view.status, "resolved");
+}
+
+#[tokio::test]
+async fn resume_values_are_validated_before_anything_changes() {
+    let f = fixture().await;
+    register(&f.engine, json!({"id": "typed", "nodes": [gate("gate", json!({"title": "T", "actions": ["accept", "reject"],
+        "resumeSchema": {"type": "object", "required": ["action", "comment"], "properties": {"action": {"type": "string"}, "comment": {"type": "string", "minLength": 3}}}}))]})).await;
+    let run = start(&f.engine, "typed", json!({})).await;
+    let before = events(&f.engine, &run).await.len();
+    for (rv, field) in [
+        (json!({"action": "accept"}), "resumeValue.comment"),
+        (
+            json!({"action": "accept", "comment": "no"}),
+            "resumeValue.comment",
+        ),
+        (
+            json!({"action": "maybe", "comment": "fine"}),
+            "resumeValue.action",
+        ),
+        (
+            json!({"action": "timeout", "comment": "fine"}),
+            "resumeValue.action",
+        ),
+    ] {
+        match resolve(&f.engine, &run, "gate", "ann", rv.clone()).await {
+            Err(EngineError::Validation { field: Some(got), .. }) => assert_eq!(got, field, "{rv}"),
+            other => panic!("{rv}: {other:?}"),
+        }
+    }
+    assert_eq!(events(&f.engine, &run).await.len(), before);
+    assert!(f
+        .engine
+        .inspect_interrupt(&run, "gate", &actor(&f.engine, "owner").await)
+        .await
+        .unwrap()
+        .votes
+        .is_empty());
+    assert_eq!(
+        resolve(
+            &f.engine,
+            &run,
+            "gate",
+            "ann",
+            json!({"action": "accept", "comment": "looks right"})
+        )
+        .await
+        .unwrap()
+        .status,
+        "completed"
+    );
+}
+
+#[tokio::test]
+async fn a_bad_request_payload_fails_the_run_naming_node_and_field() {
+    let f = fixture().await;
+    register(&f.engine, json!({"id": "req", "variables": [{"name": "amount"}], "nodes": [{"id": "gate", "typeId": "core.approvalGate",
+        "inputs": {"amount": {"type": "variable", "variableName": "amount"}},
+        "config": {"title": "R", "actions": ["accept"], "requestSchema": {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "number"}}}}}]})).await;
+    let good = start(&f.engine, "req", json!({"inputs": {"amount": 12.5}})).await;
+    assert_eq!(snapshot(&f.engine, &good).await["status"], "waiting-approval");
+    let view = f
+        .engine
+        .inspect_interrupt(&good, "gate", &actor(&f.engine, "owner").await)
+        .await
+        .unwrap();
+    assert_eq!(view.request, json!({"amount": 12.5}));
+    assert!(view.typed);
+    assert_eq!(view.payload["data"]["artifactData"], json!({"amount": 12.5}));
+    let bad = start(&f.engine, "req", json!({"inputs": {"amount": "lots"}})).await;
+    let s = snapshot(&f.engine, &bad).await;
+    assert_eq!(s["status"], "failed");
+    let msg = s["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("node \"gate\"") && msg.contains("request.amount"),
+        "{msg}"
+    );
+    assert!(!types(&events(&f.engine, &bad).await).contains(&"interrupt.requested".to_string()));
+}
+
+#[tokio::test]
+async fn clarification_and_external_event() {
+    let f = fixture().await;
+    let run = start(&f.engine, "conformance-clarification", json!({})).await;
+    assert_eq!(snapshot(&f.engine, &run).await["status"], "waiting-input");
+    let missing = resolve(&f.engine, &run, "ask", "ann", json!({"answers": {}})).await;
+    assert!(
+        matches!(missing, Err(EngineError::Validation { field: Some(ref f), .. }) if f == "resumeValue.answers.q1"),
+        "{missing:?}"
+    );
+    assert_eq!(
+        resolve(&f.engine, &run, "ask", "ann", json!({"answers": {"q1": "blue"}}))
+            .await
+            .unwrap()
+            .status,
+        "completed"
+    );
+    // The v2 reference host's shape (no `answers` wrapper) is accepted too.
+    let run = start(&f.engine, "conformance-clarification", json!({})).await;
+    assert_eq!(
+        resolve(&f.engine, &run, "ask", "ann", json!({"q1": "blue"}))
+            .await
+            .unwrap()
+            .status,
+        "completed"
+    );
+
+    register(&f.engine, json!({"id": "ext", "nodes": [{"id": "wait", "typeId": "core.interrupt", "config": {"kind": "external-event",
+        "data": {"eventType": "order.shipped", "correlation": {"orderId": "o-1"}}}}]})).await;
+    let run = start(&f.engine, "ext", json!({})).await;
+    assert_eq!(snapshot(&f.engine, &run).await["status"], "waiting-external");
+    let wrong = resolve(&f.engine, &run, "wait", "ann", json!({"orderId": "o-2"})).await;
+    assert!(
+        matches!(wrong, Err(EngineError::Validation { field: Some(ref f), .. }) if f == "resumeValue.orderId"),
+        "{wrong:?}"
+    );
+    assert_eq!(
+        resolve(
+            &f.engine,
+            &run,
+            "wait",
+            "ann",
+            json!({"orderId": "o-1", "ref": 7})
+        )
+        .await
+        .unwrap()
+        .status,
+        "completed"
+    );
+}
+
+#[tokio::test]
+async fn cancel_closes_interrupts_and_unknown_targets_are_not_found() {
+    let f = fixture().await;
+    let owner = actor(&f.engine, "owner").await;
+    let run = start(&f.engine, "conformance-approval", json!({})).await;
+    let c = f
+        .engine
+        .cancel_run(&run, Some("done".into()), &owner, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(c.status, "cancelled");
+    let late = resolve(&f.engine, &run, "gate", "ann", json!({"action": "accept"})).await;
+    assert!(matches!(late, Err(EngineError::AlreadyResolved(_))), "{late:?}");
+    let again = f
+        .engine
+        .cancel_run(&run, None, &owner, None)
+        .await
+        .unwrap()
+        .result;
+    assert!(matches!(again, Err(EngineError::RunTerminal(_))));
+    let evs = events(&f.engine, &run).await;
+    assert_eq!(&types(&evs)[evs.len() - 2..], ["node.cancelled", "run.cancelled"]);
+    assert_projection_matches_log(&f.engine, &run).await;
+
+    let run = start(&f.engine, "conformance-approval", json!({})).await;
+    let nf = resolve(
+        &f.engine,
+        &run,
+        "no-such-node",
+        "ann",
+        json!({"action": "accept"}),
+    )
+    .await;
+    assert!(matches!(nf, Err(EngineError::NotFound(_))));
+    let nf = resolve(
+        &f.engine,
+        "acme/0123456789abcdefunknown",
+        "gate",
+        "ann",
+        json!({"action": "accept"}),
+    )
+    .await;
+    assert!(matches!(nf, Err(EngineError::NotFound(_))));
+    let foreign = resolve(
+        &f.engine,
+        "other/0123456789abcdefunknown",
+        "gate",
+        "ann",
+        json!({"action": "accept"}),
+    )
+    .await;
+    assert!(matches!(foreign, Err(EngineError::TenantMismatch)));
+}
+
+#[tokio::test]
+async fn of_32_concurrent_resolves_exactly_one_wins() {
+    let f = fixture().await;
+    let run = start(&f.engine, "conformance-approval", json!({})).await;
+    let ann = actor(&f.engine, "ann").await;
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let (e, r, a) = (f.engine.clone(), run.clone(), ann.clone());
+        let action = if i % 2 == 0 { "accept" } else { "reject" };
+        tasks.push(tokio::spawn(async move {
+            e.resolve(&r, "gate", json!({"action": action}), &a, None)
+                .await
+                .unwrap()
+                .result
+        }));
+    }
+    let mut wins = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => wins += 1,
+            Err(EngineError::AlreadyResolved(_)) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(wins, 1);
+    let evs = events(&f.engine, &run).await;
+    assert_eq!(
+        evs.iter()
+            .filter(|e| e.event_type == "interrupt.resolved")
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn idempotency_replays_and_refuses_a_different_body() {
+    let f = fixture().await;
+    let owner = actor(&f.engine, "owner").await;
+    let body = json!({"workflowId": "conformance-approval"});
+    let key = "key-0123456789abcdefghijkl";
+    let create = |b: Value| {
+        let (e, o) = (f.engine.clone(), owner.clone());
+        async move {
+            let idem = Idem::new(key, "createRun", &b).unwrap();
+            e.create_run(serde_json::from_value(b).unwrap(), &o, Some(idem))
+                .await
+                .unwrap()
+        }
+    };
+    let first = create(body.clone()).await;
+    assert!(!first.replayed);
+    let second = create(body.clone()).await;
+    assert!(second.replayed);
+    assert_eq!(first.result.unwrap(), second.result.unwrap());
+    assert_eq!(f.engine.overview().await.unwrap().runs, 1, "one run created");
+    let other = create(json!({"workflowId": "conformance-noop"})).await;
+    assert!(matches!(other.result, Err(EngineError::IdempotencyMismatch)));
+    assert!(matches!(
+        Idem::new("short", "createRun", &body),
+        Err(EngineError::IdempotencyKeyInvalid(_))
+    ));
+}
+
+#[tokio::test]
+async fn durable_delay_completes_when_due() {
+    let f = fixture().await;
+    let run = start(
+        &f.engine,
+        "conformance-cancellable",
+        json!({"inputs": {"delayMs": 5000}}),
+    )
+    .await;
+    assert_eq!(snapshot(&f.engine, &run).await["status"], "running");
+    f.clock.advance(4999);
+    assert_eq!(f.engine.fire_due().await.unwrap(), 0);
+    f.clock.advance(1);
+    assert_eq!(f.engine.fire_due().await.unwrap(), 1);
+    assert_eq!(snapshot(&f.engine, &run).await["status"], "completed");
+    assert_projection_matches_log(&f.engine, &run).await;
+    let noop = start(&f.engine, "conformance-noop", json!({})).await;
+    assert_eq!(snapshot(&f.engine, &noop).await["status"], "completed");
+}
+
+#[tokio::test]
+async fn a_replaced_definition_does_not_change_running_runs() {
+    let f = fixture().await;
+    register(
+        &f.engine,
+        json!({"id": "v", "nodes": [gate("gate", json!({"title": "one", "actions": ["accept"]}))]}),
+    )
+    .await;
+    let run = start(&f.engine, "v", json!({})).await;
+    register(
+        &f.engine,
+        json!({"id": "v", "nodes": [gate("other", json!({"title": "two", "actions": ["accept"]}))]}),
+    )
+    .await;
+    assert_eq!(
+        resolve(&f.engine, &run, "gate", "ann", json!({"action": "accept"}))
+            .await
+            .unwrap()
+            .status,
+        "completed"
+    );
+    assert_eq!(f.engine.workflow("v").unwrap()["nodes"][0]["id"], "other");
+}
