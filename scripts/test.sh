@@ -22,4 +22,7 @@ cargo test --workspace
 step "browser tests"
 node --test --test-concurrency=1 end2end/
 
+step "official OpenWOP Python SDK against a live server"
+scripts/sdk-test.sh
+
 step "done"

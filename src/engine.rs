@@ -13,6 +13,7 @@ use crate::runtime::{
     RunRow, INTERRUPT_COLUMNS,
 };
 use crate::store::{Durability, Store};
+use crate::token::{Claims, Intent, KeyRing, SigningKey};
 use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -55,6 +56,8 @@ struct Inner {
     keys: RwLock<HashMap<String, Grant>>,
     /// Run ids whose log grew; for SSE and long polls.
     notices: broadcast::Sender<String>,
+    tokens: RwLock<KeyRing>,
+    token_ttl_ms: RwLock<Millis>,
 }
 
 /// An Idempotency-Key bound to one operation and request body.
@@ -219,6 +222,8 @@ impl Engine {
                 current: RwLock::new(HashMap::new()),
                 keys: RwLock::new(HashMap::new()),
                 notices,
+                tokens: RwLock::new(KeyRing::default()),
+                token_ttl_ms: RwLock::new(crate::token::DEFAULT_TTL_MS),
             }),
         };
         engine.load_registered().await?;
@@ -852,6 +857,145 @@ impl Engine {
         }
         exec.finish().await?;
         Ok(true)
+    }
+
+    // ----- interrupt tokens ------------------------------------------------------------
+
+    /// Replaces the token signing keys (newest active key signs; retired keys verify).
+    pub fn set_token_keys(&self, keys: Vec<SigningKey>, ttl_ms: Option<Millis>) {
+        *self.inner.tokens.write().expect("lock") = KeyRing::new(keys);
+        if let Some(ttl) = ttl_ms.filter(|t| *t > 0) {
+            *self.inner.token_ttl_ms.write().expect("lock") = ttl;
+        }
+    }
+
+    pub fn can_mint_tokens(&self) -> bool {
+        self.inner.tokens.read().expect("lock").signing_key().is_some()
+    }
+
+    /// Mints a token for `recipient` on the pending interrupt at `node_id`.
+    /// It expires after the configured lifetime, and never after the interrupt's deadline.
+    pub async fn mint_token(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        recipient: &Principal,
+        intent: Intent,
+    ) -> Result<(String, Millis)> {
+        let mut conn = self.inner.store.read.acquire().await?;
+        let interrupt = latest_interrupt(&mut conn, run_id, node_id)
+            .await?
+            .filter(|i| i.status == "pending")
+            .ok_or_else(|| {
+                EngineError::NotFound(format!("no pending interrupt on \"{node_id}\" in run {run_id}"))
+            })?;
+        drop(conn);
+        let now = self.now();
+        let ttl = *self.inner.token_ttl_ms.read().expect("lock");
+        let expires = interrupt.deadline_at.map_or(now + ttl, |d| d.min(now + ttl));
+        let claims = Claims {
+            i: interrupt.interrupt_id,
+            r: run_id.to_string(),
+            n: node_id.to_string(),
+            p: recipient.id.clone(),
+            t: intent,
+            e: expires,
+            j: ids::new_opaque(),
+        };
+        let token = self.inner.tokens.read().expect("lock").sign(&claims)?;
+        Ok((token, expires))
+    }
+
+    /// The verification ladder: 401 (grammar, alg, kid, MAC), 410 (expired),
+    /// 404 (unknown interrupt), 409 (resolved, run ended, or revoked).
+    async fn check_token(&self, token: &str) -> Result<(Claims, InterruptRow)> {
+        let claims = self
+            .inner
+            .tokens
+            .read()
+            .expect("lock")
+            .verify(token, self.now())?;
+        let mut conn = self.inner.store.read.acquire().await?;
+        let interrupt = sqlx::query_as::<_, InterruptRow>(&format!(
+            "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ?"
+        ))
+        .bind(&claims.i)
+        .fetch_optional(&mut *conn)
+        .await?
+        .filter(|i| i.run_id == claims.r && i.node_id == claims.n)
+        .ok_or_else(|| EngineError::NotFound("no such interrupt".into()))?;
+        let revoked: Option<i64> = sqlx::query_scalar("SELECT 1 FROM revoked_tokens WHERE jti = ?")
+            .bind(&claims.j)
+            .fetch_optional(&mut *conn)
+            .await?;
+        if revoked.is_some() {
+            return Err(EngineError::AlreadyResolved("this link was revoked".into()));
+        }
+        let run = load_run(&mut conn, &claims.r)
+            .await?
+            .ok_or_else(|| EngineError::NotFound("no such run".into()))?;
+        if interrupt.status != "pending" || run.is_terminal() {
+            return Err(EngineError::AlreadyResolved(format!(
+                "this interrupt is no longer open ({})",
+                if interrupt.status == "pending" {
+                    run.status.as_str()
+                } else {
+                    interrupt.status.as_str()
+                }
+            )));
+        }
+        Ok((claims, interrupt))
+    }
+
+    /// `GET /interrupts/{token}`: the interrupt a token points at.
+    pub async fn inspect_by_token(&self, token: &str) -> Result<(InterruptView, Claims)> {
+        let (claims, interrupt) = self.check_token(token).await?;
+        Ok((self.interrupt_view(interrupt).await?, claims))
+    }
+
+    /// `POST /interrupts/{token}`: resolves as the token's recipient, with the
+    /// same eligibility and quorum rules as the API.
+    pub async fn resolve_by_token(
+        &self,
+        token: &str,
+        resume_value: Value,
+        idem: Option<Idem>,
+    ) -> Result<Outcome<Resolved>> {
+        let (claims, _) = self.check_token(token).await?;
+        if claims.t == Intent::Inspect {
+            return Err(EngineError::Forbidden(
+                "this link may only inspect the interrupt".into(),
+            ));
+        }
+        let principal = self
+            .principal(&claims.p)
+            .await?
+            .ok_or_else(|| EngineError::Forbidden("the link's recipient no longer exists".into()))?;
+        let actor = Actor {
+            principal,
+            lane: crate::directory::Lane::Token,
+        };
+        self.resolve(&claims.r, &claims.n, resume_value, &actor, idem)
+            .await
+    }
+
+    /// Revokes one token (by its id); later use answers 409.
+    pub async fn revoke_token(&self, token: &str) -> Result<()> {
+        let claims = self.inner.tokens.read().expect("lock").verify(token, i64::MIN)?;
+        let now = self.now();
+        self.inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query("INSERT OR IGNORE INTO revoked_tokens (jti, revoked_at) VALUES (?, ?)")
+                        .bind(&claims.j)
+                        .bind(now)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
     }
 
     // ----- reads -------------------------------------------------------------------

@@ -17,6 +17,7 @@ pub mod interrupt;
 pub mod projection;
 mod runtime;
 pub mod store;
+pub mod token;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use directory::{Actor, Lane, Principal, Subject};

@@ -805,3 +805,185 @@ async fn a_replaced_definition_does_not_change_running_runs() {
     );
     assert_eq!(f.engine.workflow("v").unwrap()["nodes"][0]["id"], "other");
 }
+
+fn keys() -> Vec<tollgate::token::SigningKey> {
+    vec![tollgate::token::SigningKey {
+        kid: "k1".into(),
+        secret: "s".repeat(40),
+        retired: false,
+    }]
+}
+
+#[tokio::test]
+async fn token_links_follow_the_verification_ladder() {
+    use tollgate::token::{Claims, Intent, KeyRing};
+    let f = fixture().await;
+    f.engine.set_token_keys(keys(), Some(60_000));
+    register(&f.engine, json!({"id": "t2", "nodes": [gate("gate", json!({"title": "T", "actions": ["accept", "reject"], "requiredApprovals": 2, "approverGroupRefs": ["finance"], "timeoutMs": 30_000}))]})).await;
+    let run = start(&f.engine, "t2", json!({})).await;
+    let ann = f.engine.principal("ann").await.unwrap().unwrap();
+    let cat = f.engine.principal("cat").await.unwrap().unwrap();
+
+    // Capped at the deadline (30 s) although the lifetime is 60 s.
+    let (token, expires) = f
+        .engine
+        .mint_token(&run, "gate", &ann, Intent::Resolve)
+        .await
+        .unwrap();
+    assert_eq!(expires, T0 + 30_000);
+    let (view, claims) = f.engine.inspect_by_token(&token).await.unwrap();
+    assert_eq!(view.node_id, "gate");
+    assert_eq!(claims.p, "ann");
+
+    // A token votes as its recipient: eligibility applies.
+    let (cat_token, _) = f
+        .engine
+        .mint_token(&run, "gate", &cat, Intent::Resolve)
+        .await
+        .unwrap();
+    let refused = f
+        .engine
+        .resolve_by_token(&cat_token, json!({"action": "accept"}), None)
+        .await
+        .and_then(|o| o.result);
+    assert!(matches!(refused, Err(EngineError::Forbidden(_))), "{refused:?}");
+    let r = f
+        .engine
+        .resolve_by_token(&token, json!({"action": "accept"}), None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(r.status, "waiting-approval");
+    let view = f
+        .engine
+        .inspect_interrupt(&run, "gate", &actor(&f.engine, "owner").await)
+        .await
+        .unwrap();
+    assert_eq!(view.votes[0].principal, "ann");
+
+    // Inspect-only tokens cannot resolve.
+    let (inspect, _) = f
+        .engine
+        .mint_token(&run, "gate", &ann, Intent::Inspect)
+        .await
+        .unwrap();
+    assert!(f.engine.inspect_by_token(&inspect).await.is_ok());
+    let r = f
+        .engine
+        .resolve_by_token(&inspect, json!({"action": "accept"}), None)
+        .await;
+    assert!(matches!(r, Err(EngineError::Forbidden(_))));
+
+    // Revoked → 409.
+    let (revoked, _) = f
+        .engine
+        .mint_token(&run, "gate", &ann, Intent::Resolve)
+        .await
+        .unwrap();
+    f.engine.revoke_token(&revoked).await.unwrap();
+    assert!(matches!(
+        f.engine.inspect_by_token(&revoked).await,
+        Err(EngineError::AlreadyResolved(_))
+    ));
+
+    // A well-signed token for an interrupt that does not exist → 404.
+    let ring = KeyRing::new(keys());
+    let ghost = ring
+        .sign(&Claims {
+            i: "acme/0123456789abcdefghost".into(),
+            r: run.clone(),
+            n: "gate".into(),
+            p: "ann".into(),
+            t: Intent::Resolve,
+            e: T0 + 1000,
+            j: "x".into(),
+        })
+        .unwrap();
+    assert!(matches!(
+        f.engine.inspect_by_token(&ghost).await,
+        Err(EngineError::NotFound(_))
+    ));
+
+    // Tampered → 401; expired → 410.
+    let tampered = format!("{}x", &token[..token.len() - 1]);
+    assert!(matches!(
+        f.engine.inspect_by_token(&tampered).await,
+        Err(EngineError::TokenInvalid(_))
+    ));
+    f.clock.advance(29_999);
+    assert!(f.engine.inspect_by_token(&token).await.is_ok());
+    f.clock.advance(1);
+    assert!(matches!(
+        f.engine.inspect_by_token(&token).await,
+        Err(EngineError::Expired(_))
+    ));
+}
+
+#[tokio::test]
+async fn tokens_die_with_their_interrupt_and_run() {
+    use tollgate::token::Intent;
+    let f = fixture().await;
+    f.engine.set_token_keys(keys(), None);
+    let ann = f.engine.principal("ann").await.unwrap().unwrap();
+    let run = start(&f.engine, "conformance-approval", json!({})).await;
+    let (t, _) = f
+        .engine
+        .mint_token(&run, "gate", &ann, Intent::Resolve)
+        .await
+        .unwrap();
+    let r = f
+        .engine
+        .resolve_by_token(&t, json!({"action": "accept"}), None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(r.status, "completed");
+    let again = f
+        .engine
+        .resolve_by_token(&t, json!({"action": "accept"}), None)
+        .await
+        .and_then(|o| o.result);
+    assert!(matches!(again, Err(EngineError::AlreadyResolved(_))), "{again:?}");
+
+    let run = start(&f.engine, "conformance-approval", json!({})).await;
+    let (t, _) = f
+        .engine
+        .mint_token(&run, "gate", &ann, Intent::Resolve)
+        .await
+        .unwrap();
+    f.engine
+        .cancel_run(&run, None, &actor(&f.engine, "owner").await, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    assert!(matches!(
+        f.engine.inspect_by_token(&t).await,
+        Err(EngineError::AlreadyResolved(_))
+    ));
+
+    // Rotation: a token signed by a key that is now retired still works.
+    let run = start(&f.engine, "conformance-approval", json!({})).await;
+    let (old, _) = f
+        .engine
+        .mint_token(&run, "gate", &ann, Intent::Resolve)
+        .await
+        .unwrap();
+    let mut rotated = keys();
+    rotated[0].retired = true;
+    rotated.push(tollgate::token::SigningKey {
+        kid: "k2".into(),
+        secret: "t".repeat(40),
+        retired: false,
+    });
+    f.engine.set_token_keys(rotated, None);
+    let (new, _) = f
+        .engine
+        .mint_token(&run, "gate", &ann, Intent::Resolve)
+        .await
+        .unwrap();
+    assert!(new.starts_with("ow2.hs256.k2."));
+    assert!(f.engine.inspect_by_token(&old).await.is_ok());
+}

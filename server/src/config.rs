@@ -39,24 +39,28 @@ pub struct DemoRunConfig {
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
     pub bind: SocketAddr,
-    /// The address people and clients use to reach this server (links, eventsUrl).
-    pub public_url: String,
+    /// The address people and clients use to reach this server (links, eventsUrl);
+    /// `http://<bound address>` when unset.
+    pub public_url: Option<String>,
     /// Tenant of principals that do not name one.
     pub tenant: String,
     /// Where the built console assets are (`target/site` when unset and found).
     pub site_root: Option<PathBuf>,
     /// How often deadlines and delays are checked, in milliseconds.
     pub timer_interval_ms: u64,
+    /// Lifetime of interrupt links (capped at the interrupt's deadline).
+    pub token_ttl_minutes: u64,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             bind: "127.0.0.1:3000".parse().expect("valid"),
-            public_url: "http://127.0.0.1:3000".into(),
+            public_url: None,
             tenant: "default".into(),
             site_root: None,
             timer_interval_ms: 200,
+            token_ttl_minutes: 30,
         }
     }
 }
@@ -116,6 +120,9 @@ pub struct ApiKeyConfig {
 pub struct TokenKeyConfig {
     pub kid: String,
     pub secret: String,
+    /// A retired key verifies the links it signed until they expire, and signs no new ones.
+    #[serde(default)]
+    pub retired: bool,
 }
 
 impl Config {

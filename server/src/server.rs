@@ -40,6 +40,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
 
     let interval = Duration::from_millis(config.server.timer_interval_ms.max(10));
+    let mut config = config;
+    if config.server.public_url.is_none() {
+        config.server.public_url = Some(format!("http://{addr}"));
+    }
     let state = AppState {
         engine: engine.clone(),
         config: Arc::new(config),
@@ -113,6 +117,21 @@ async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
                 is_override: p.r#override,
             })
             .await?;
+    }
+    engine.set_token_keys(
+        config
+            .token_keys
+            .iter()
+            .map(|k| tollgate::token::SigningKey {
+                kid: k.kid.clone(),
+                secret: k.secret.clone(),
+                retired: k.retired,
+            })
+            .collect(),
+        Some(config.server.token_ttl_minutes as i64 * 60_000),
+    );
+    if config.token_keys.iter().all(|k| k.retired) {
+        tracing::warn!("no active [[token_keys]]: interrupt links cannot be issued");
     }
     for k in &config.api_keys {
         let scopes = tollgate::auth::parse_scopes(&k.scopes).map_err(anyhow::Error::msg)?;

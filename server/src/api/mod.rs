@@ -6,6 +6,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod runs;
+pub mod tokens;
 pub mod workflows;
 
 use crate::state::AppState;
@@ -38,6 +39,7 @@ pub fn router() -> Router<AppState> {
             get(workflows::get).put(workflows::put),
         )
         .route("/interrupts", get(runs::list_interrupts))
+        .route("/interrupts/{token}", get(tokens::inspect).post(tokens::resolve))
         .layer(axum::middleware::from_fn(protocol_version))
 }
 

@@ -14,7 +14,7 @@ use tollgate::ids::{encode_path_id, parse_run_id};
 use tollgate::{CreateRun, InterruptFilter, Outcome};
 
 /// Answers an idempotent outcome, marking replays.
-fn respond<T: serde::Serialize>(
+pub fn respond<T: serde::Serialize>(
     outcome: Outcome<T>,
     ok: StatusCode,
     shape: impl FnOnce(T) -> Value,
@@ -40,7 +40,14 @@ pub async fn create_run(
     auth.require(Scope::RunsCreate)?;
     let idem = idempotency(&headers, "createRun", &raw)?;
     let outcome = state.engine.create_run(req, &auth.actor, idem).await?;
-    let base = state.config.server.public_url.trim_end_matches('/').to_string();
+    let base = state
+        .config
+        .server
+        .public_url
+        .as_deref()
+        .unwrap_or_default()
+        .trim_end_matches('/')
+        .to_string();
     Ok(respond(outcome, StatusCode::CREATED, |r| {
         let seg = encode_path_id(&r.run_id);
         json!({
@@ -92,7 +99,7 @@ pub async fn cancel_run(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ResolveBody {
-    resume_value: Value,
+    pub resume_value: Value,
 }
 
 pub async fn resolve(

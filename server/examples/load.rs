@@ -1,0 +1,146 @@
+//! HTTP load generator: creates N runs suspended at an approval gate, then
+//! resolves them with C concurrent clients, and prints throughput and latency.
+//!
+//! cargo run --release -p tollgate-server --example load -- \
+//!     --url http://127.0.0.1:3000 --key KEY --runs 4000 --concurrency 16
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Args {
+    url: String,
+    key: String,
+    runs: usize,
+    concurrency: usize,
+    workflow: String,
+}
+
+fn parse_args() -> Args {
+    let mut a = Args {
+        url: "http://127.0.0.1:3000".into(),
+        key: String::new(),
+        runs: 2000,
+        concurrency: 16,
+        workflow: "conformance-approval".into(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut val = || it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+        match flag.as_str() {
+            "--url" => a.url = val(),
+            "--key" => a.key = val(),
+            "--runs" => a.runs = val().parse().expect("--runs N"),
+            "--concurrency" => a.concurrency = val().parse().expect("--concurrency C"),
+            "--workflow" => a.workflow = val(),
+            other => panic!("unknown flag {other}"),
+        }
+    }
+    assert!(!a.key.is_empty(), "--key API_KEY is required");
+    a
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+/// Runs `total` jobs over `concurrency` workers; returns wall time and per-request latencies.
+async fn phase<F, Fut>(total: usize, concurrency: usize, job: F) -> (Duration, Vec<Duration>)
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let job = Arc::new(job);
+    let next = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let (job, next) = (job.clone(), next.clone());
+        workers.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= total {
+                    break;
+                }
+                let t = Instant::now();
+                job(i).await;
+                lat.push(t.elapsed());
+            }
+            lat
+        }));
+    }
+    let mut all = Vec::with_capacity(total);
+    for w in workers {
+        all.extend(w.await.expect("worker"));
+    }
+    all.sort();
+    (start.elapsed(), all)
+}
+
+fn report(name: &str, n: usize, wall: Duration, lat: &[Duration]) {
+    println!(
+        "{name:<8} n={n:<6} {:>8.0}/s   p50 {:>7.2} ms   p99 {:>7.2} ms",
+        n as f64 / wall.as_secs_f64(),
+        percentile(lat, 0.50).as_secs_f64() * 1e3,
+        percentile(lat, 0.99).as_secs_f64() * 1e3,
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let args = parse_args();
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.concurrency * 2)
+        .build()
+        .unwrap();
+    let auth = format!("Bearer {}", args.key);
+    let run_ids = Arc::new(std::sync::Mutex::new(vec![String::new(); args.runs]));
+
+    let (c, a, u, w, ids) = (
+        client.clone(),
+        auth.clone(),
+        args.url.clone(),
+        args.workflow.clone(),
+        run_ids.clone(),
+    );
+    let (wall, lat) = phase(args.runs, args.concurrency, move |i| {
+        let (c, a, u, w, ids) = (c.clone(), a.clone(), u.clone(), w.clone(), ids.clone());
+        async move {
+            let res = c
+                .post(format!("{u}/runs"))
+                .header("authorization", a)
+                .json(&serde_json::json!({ "workflowId": w }))
+                .send()
+                .await
+                .expect("create run");
+            assert_eq!(res.status(), 201, "create run");
+            let body: serde_json::Value = res.json().await.expect("json");
+            ids.lock().unwrap()[i] = body["runId"].as_str().unwrap().replace('/', "~2F");
+        }
+    })
+    .await;
+    report("create", args.runs, wall, &lat);
+
+    let (c, a, u) = (client.clone(), auth.clone(), args.url.clone());
+    let (wall, lat) = phase(args.runs, args.concurrency, move |i| {
+        let (c, a, u) = (c.clone(), a.clone(), u.clone());
+        let id = run_ids.lock().unwrap()[i].clone();
+        async move {
+            let res = c
+                .post(format!("{u}/runs/{id}/interrupts/gate"))
+                .header("authorization", a)
+                .json(&serde_json::json!({ "resumeValue": { "action": "accept" } }))
+                .send()
+                .await
+                .expect("resolve");
+            assert_eq!(res.status(), 200, "resolve");
+        }
+    })
+    .await;
+    report("resolve", args.runs, wall, &lat);
+}
