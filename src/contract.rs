@@ -62,6 +62,25 @@ impl CompiledContract {
     }
 }
 
+/// The compiled form of a stored contract (the JSON text kept with a pending
+/// interrupt), compiled once per process and shared.
+pub fn cached(contract_json: &str) -> Result<Arc<CompiledContract>> {
+    static CACHE: std::sync::LazyLock<
+        std::sync::RwLock<std::collections::HashMap<String, Arc<CompiledContract>>>,
+    > = std::sync::LazyLock::new(Default::default);
+    if let Some(c) = CACHE.read().expect("lock").get(contract_json) {
+        return Ok(c.clone());
+    }
+    let contract: Contract = serde_json::from_str(contract_json)?;
+    let compiled = Arc::new(CompiledContract::compile(contract, "interrupt").map_err(EngineError::Internal)?);
+    let mut cache = CACHE.write().expect("lock");
+    if cache.len() > 10_000 {
+        cache.clear();
+    }
+    cache.insert(contract_json.to_string(), compiled.clone());
+    Ok(compiled)
+}
+
 /// Checks that `schema` is a valid JSON Schema describing an object, and compiles it.
 pub fn compile_object_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
     if !schema.is_object() {
@@ -82,7 +101,11 @@ pub fn compile_object_schema(schema: &Value) -> Result<jsonschema::Validator, St
     if !describes_object {
         return Err("must describe a JSON object (\"type\": \"object\")".into());
     }
-    jsonschema::validator_for(schema).map_err(|e| format!("invalid JSON Schema: {e}"))
+    // Formats (date, email, uri, …) are checked too: the console draws them, the server enforces them.
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .map_err(|e| format!("invalid JSON Schema: {e}"))
 }
 
 /// One failed constraint, located in the instance.

@@ -353,11 +353,21 @@ fn contract_from(
         outcomes,
         typed,
     };
-    CompiledContract::compile(contract, &format!("node \"{node}\"")).map_err(|m| EngineError::Validation {
+    let contract_err = |m: String| EngineError::Validation {
         field: Some(format!("nodes.{node}")),
         details: Some(json!({ "nodeId": node })),
         message: m,
-    })
+    };
+    let compiled = CompiledContract::compile(contract, &format!("node \"{node}\"")).map_err(contract_err)?;
+    // The console draws forms from these schemas: refuse what it cannot draw.
+    for (what, schema) in [
+        ("requestSchema", &compiled.contract.request_schema),
+        ("resumeSchema", &compiled.contract.resume_schema),
+    ] {
+        crate::schema_subset::check(schema)
+            .map_err(|e| contract_err(format!("node \"{node}\": {what}: {e}")))?;
+    }
+    Ok(compiled)
 }
 
 fn compile_behaviour(
@@ -680,6 +690,70 @@ mod tests {
             json!([{"sourceNodeId": "a", "targetNodeId": "a", "triggerRule": "sometimes"}])
         ))
         .contains("triggerRule"));
+    }
+
+    #[test]
+    fn refuses_schemas_the_console_cannot_draw() {
+        let gate = |schema_key: &str, schema: Value| {
+            let mut config = json!({"title": "t", "actions": ["accept"]});
+            config[schema_key] = schema;
+            wf(
+                json!([{"id": "g", "typeId": "core.approvalGate", "config": config}]),
+                json!([]),
+            )
+        };
+        let m = message(gate(
+            "requestSchema",
+            json!({"type": "object", "properties": {"items": {"type": "object", "patternProperties": {"^x": {}}}}}),
+        ));
+        assert_eq!(
+            m,
+            "node \"g\": requestSchema: /properties/items: keyword \"patternProperties\" is not supported by the console"
+        );
+        let m = message(gate(
+            "resumeSchema",
+            json!({"type": "object", "properties": {"when": {"type": "string", "format": "ipv4"}}}),
+        ));
+        assert!(
+            m.starts_with("node \"g\": resumeSchema: /properties/when: keyword \"format\""),
+            "{m}"
+        );
+        match gate(
+            "resumeSchema",
+            json!({"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}]}}}),
+        ) {
+            Err(EngineError::Validation { field, details, .. }) => {
+                assert_eq!(field.as_deref(), Some("nodes.g"));
+                assert_eq!(details.unwrap()["nodeId"], "g");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The same keywords inside the subset are fine, and so are the built-in schemas.
+        assert!(gate(
+            "resumeSchema",
+            json!({"type": "object", "properties": {"when": {"type": "string", "format": "date"}}})
+        )
+        .is_ok());
+        assert!(wf(json!([
+            {"id": "c", "typeId": "core.interrupt", "config": {"kind": "credential", "data": {"provider": "p", "scopes": ["s"], "connectUrl": "https://x", "reason": "missing"}}},
+            {"id": "q", "typeId": "core.clarificationGate", "config": {"questions": [{"id": "a", "question": "?"}]}}
+        ]), json!([])).is_ok());
+    }
+
+    #[test]
+    fn loads_every_demo_workflow() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/workflows");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            let raw: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            compile(raw).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            n += 1;
+        }
+        assert!(n >= 3);
     }
 
     #[test]

@@ -58,6 +58,8 @@ struct Inner {
     notices: broadcast::Sender<String>,
     tokens: RwLock<KeyRing>,
     token_ttl_ms: RwLock<Millis>,
+    /// Directory entries read so far; every directory write goes through the engine and updates it.
+    principals: RwLock<HashMap<String, Principal>>,
 }
 
 /// An Idempotency-Key bound to one operation and request body.
@@ -224,6 +226,7 @@ impl Engine {
                 notices,
                 tokens: RwLock::new(KeyRing::default()),
                 token_ttl_ms: RwLock::new(crate::token::DEFAULT_TTL_MS),
+                principals: RwLock::new(HashMap::new()),
             }),
         };
         engine.load_registered().await?;
@@ -404,7 +407,9 @@ impl Engine {
     // ----- directory and keys -------------------------------------------------
 
     pub async fn upsert_principal(&self, p: Principal) -> Result<()> {
-        self.inner
+        self.inner.principals.write().expect("lock").remove(&p.id);
+        let id = p.id.clone();
+        let result = self.inner
             .store
             .write(move |conn| {
                 Box::pin(async move {
@@ -416,10 +421,29 @@ impl Engine {
                     Ok(())
                 })
             })
-            .await
+            .await;
+        // Drop anything cached while the write was in flight.
+        self.inner.principals.write().expect("lock").remove(&id);
+        result
     }
 
+    /// A directory entry; cached, since every directory write goes through `upsert_principal`.
     pub async fn principal(&self, id: &str) -> Result<Option<Principal>> {
+        if let Some(p) = self.inner.principals.read().expect("lock").get(id) {
+            return Ok(Some(p.clone()));
+        }
+        let found = self.load_principal(id).await?;
+        if let Some(p) = &found {
+            self.inner
+                .principals
+                .write()
+                .expect("lock")
+                .insert(id.to_string(), p.clone());
+        }
+        Ok(found)
+    }
+
+    async fn load_principal(&self, id: &str) -> Result<Option<Principal>> {
         let row: Option<(String, String, Option<String>, String, String, i64)> = sqlx::query_as(
             "SELECT tenant, name, email, groups, roles, is_override FROM principals WHERE id = ?",
         )
@@ -1242,13 +1266,21 @@ where
             });
         }
     }
+    let Some(idem) = idem else {
+        // Without a key an error simply rolls the command back (the writer's savepoint).
+        return op(&mut *conn).await.map(|v| Outcome {
+            result: Ok(v),
+            replayed: false,
+        });
+    };
     sqlx::query("SAVEPOINT op").execute(&mut *conn).await?;
     let result = op(&mut *conn).await;
     if result.is_err() {
         sqlx::query("ROLLBACK TO op").execute(&mut *conn).await?;
     }
     sqlx::query("RELEASE op").execute(&mut *conn).await?;
-    if let Some(i) = &idem {
+    {
+        let i = &idem;
         let keep = match &result {
             Ok(_) => true,
             Err(e) => e.is_replayable(),

@@ -72,16 +72,16 @@ pub fn new_tenant_bound(tenant: &str) -> String {
     format!("{tenant}/{}", new_opaque())
 }
 
-/// Decodes a tenant-bound id taken from one path segment. Accepts `~2F`
-/// (the v2 projection) and `%2F` (if the router left it encoded). Decoded once.
+/// Decodes a tenant-bound id taken from one (already percent-decoded) path
+/// segment: `~2F` is the v2 projection of `/`. The router has already turned
+/// `%2F` into `/`; decoding `%2F` again here would decode twice.
 pub fn decode_path_id(segment: &str) -> String {
     let mut out = String::with_capacity(segment.len());
     let bytes = segment.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         let rest = &segment[i..];
-        if rest.len() >= 3 && (rest[..3].eq_ignore_ascii_case("~2F") || rest[..3].eq_ignore_ascii_case("%2F"))
-        {
+        if rest.len() >= 3 && rest[..3].eq_ignore_ascii_case("~2F") {
             out.push('/');
             i += 3;
         } else {
@@ -123,7 +123,12 @@ mod tests {
         let seg = encode_path_id(&id);
         assert!(!seg.contains('/'));
         assert_eq!(decode_path_id(&seg), id);
-        assert_eq!(decode_path_id(&seg.replace("~2F", "%2f")), id);
+        assert_eq!(decode_path_id(&seg.replace("~2F", "~2f")), id);
+        // Decoded once: a literal %2F (sent as %252F) is not a separator.
+        assert_eq!(
+            decode_path_id("acme%2F0123456789abcdef"),
+            "acme%2F0123456789abcdef"
+        );
     }
 
     #[test]

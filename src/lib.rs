@@ -16,6 +16,7 @@ pub mod ids;
 pub mod interrupt;
 pub mod projection;
 mod runtime;
+pub mod schema_subset;
 pub mod store;
 pub mod token;
 

@@ -182,6 +182,8 @@ pub(crate) struct Exec<'a> {
     queue: VecDeque<String>,
     unhandled: Option<(String, Value)>,
     recursion_limit: i64,
+    /// Events appended by this command, written in one statement by `finish`.
+    pending_events: Vec<(i64, String, Option<String>, String)>,
 }
 
 impl<'a> Exec<'a> {
@@ -224,6 +226,7 @@ impl<'a> Exec<'a> {
             queue: VecDeque::new(),
             unhandled: None,
             recursion_limit,
+            pending_events: Vec::new(),
         })
     }
 
@@ -283,6 +286,7 @@ impl<'a> Exec<'a> {
             queue: VecDeque::new(),
             unhandled: None,
             recursion_limit,
+            pending_events: Vec::new(),
         };
         let owner: Value = serde_json::from_str(&exec.run.owner)?;
         let inputs: Value = serde_json::from_str(&exec.run.inputs)?;
@@ -313,18 +317,12 @@ impl<'a> Exec<'a> {
     pub async fn emit(&mut self, event_type: &str, node_id: Option<&str>, payload: Value) -> Result<i64> {
         let seq = self.run.next_sequence;
         self.run.next_sequence += 1;
-        sqlx::query(
-            "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&self.run.run_id)
-        .bind(seq)
-        .bind(ids::new_opaque())
-        .bind(event_type)
-        .bind(node_id)
-        .bind(payload.to_string())
-        .bind(self.now)
-        .execute(&mut *self.conn)
-        .await?;
+        self.pending_events.push((
+            seq,
+            event_type.to_string(),
+            node_id.map(str::to_string),
+            payload.to_string(),
+        ));
         Ok(seq)
     }
 
@@ -785,30 +783,104 @@ impl<'a> Exec<'a> {
     /// Settles the run and writes the projections. Call once at the end of a command.
     pub async fn finish(mut self) -> Result<RunRow> {
         self.settle().await?;
-        for (node_id, st) in self.nodes.iter().filter(|(_, s)| s.dirty) {
-            let output = st.output.as_ref().map(Value::to_string);
-            let pending = serde_json::to_string(&st.pending_in)?;
-            if st.stored {
-                sqlx::query("UPDATE node_states SET status = ?, visits = ?, output = ?, pending_in = ?, due_at = ?, waiting = ? WHERE run_id = ? AND node_id = ?")
-                    .bind(&st.status).bind(st.visits).bind(output).bind(pending).bind(st.due_at).bind(&st.waiting)
-                    .bind(&self.run.run_id).bind(node_id)
-                    .execute(&mut *self.conn).await?;
-            } else {
-                sqlx::query("INSERT INTO node_states (run_id, node_id, status, visits, output, pending_in, due_at, waiting) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-                    .bind(&self.run.run_id).bind(node_id).bind(&st.status).bind(st.visits).bind(output).bind(pending).bind(st.due_at).bind(&st.waiting)
-                    .execute(&mut *self.conn).await?;
+        // Every write of the command in one round trip to SQLite.
+        let mut batch = Batch::default();
+        for chunk in self.pending_events.chunks(64) {
+            let rows = std::iter::repeat_n("(?, ?, ?, ?, ?, ?, ?)", chunk.len())
+                .collect::<Vec<_>>()
+                .join(", ");
+            batch.sql(&format!(
+                "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, timestamp) VALUES {rows}"
+            ));
+            for (seq, event_type, node_id, payload) in chunk {
+                batch
+                    .text(&self.run.run_id)
+                    .int(*seq)
+                    .text(ids::new_opaque())
+                    .text(event_type)
+                    .opt_text(node_id.clone())
+                    .text(payload)
+                    .int(self.now);
             }
         }
-        sqlx::query("UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ? WHERE run_id = ?")
-            .bind(&self.run.status)
-            .bind(&self.run.current_node_id)
-            .bind(&self.run.error)
-            .bind(self.run.next_sequence)
-            .bind(self.run.completed_at)
-            .bind(&self.run.run_id)
-            .execute(&mut *self.conn)
-            .await?;
+        let mut dirty: Vec<(&String, &NodeState)> = self.nodes.iter().filter(|(_, s)| s.dirty).collect();
+        dirty.sort_by(|a, b| a.0.cmp(b.0));
+        for (node_id, st) in dirty {
+            if st.stored {
+                batch.sql("UPDATE node_states SET status = ?, visits = ?, output = ?, pending_in = ?, due_at = ?, waiting = ? WHERE run_id = ? AND node_id = ?");
+            } else {
+                batch.sql("INSERT INTO node_states (status, visits, output, pending_in, due_at, waiting, run_id, node_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+            }
+            batch
+                .text(&st.status)
+                .int(st.visits)
+                .opt_text(st.output.as_ref().map(Value::to_string))
+                .text(serde_json::to_string(&st.pending_in)?)
+                .opt_int(st.due_at)
+                .opt_text(st.waiting.clone())
+                .text(&self.run.run_id)
+                .text(node_id);
+        }
+        batch
+            .sql("UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ? WHERE run_id = ?")
+            .text(&self.run.status)
+            .opt_text(self.run.current_node_id.clone())
+            .opt_text(self.run.error.clone())
+            .int(self.run.next_sequence)
+            .opt_int(self.run.completed_at)
+            .text(&self.run.run_id);
+        batch.execute(self.conn).await?;
         Ok(self.run)
+    }
+}
+
+/// Several statements and their arguments sent to SQLite in one call
+/// (sqlx binds `?` across statements in order).
+#[derive(Default)]
+struct Batch {
+    sql: String,
+    args: Vec<Arg>,
+}
+
+enum Arg {
+    Text(Option<String>),
+    Int(Option<i64>),
+}
+
+impl Batch {
+    fn sql(&mut self, statement: &str) -> &mut Self {
+        if !self.sql.is_empty() {
+            self.sql.push_str(";\n");
+        }
+        self.sql.push_str(statement);
+        self
+    }
+    fn text(&mut self, v: impl Into<String>) -> &mut Self {
+        self.args.push(Arg::Text(Some(v.into())));
+        self
+    }
+    fn opt_text(&mut self, v: Option<String>) -> &mut Self {
+        self.args.push(Arg::Text(v));
+        self
+    }
+    fn int(&mut self, v: i64) -> &mut Self {
+        self.args.push(Arg::Int(Some(v)));
+        self
+    }
+    fn opt_int(&mut self, v: Option<i64>) -> &mut Self {
+        self.args.push(Arg::Int(v));
+        self
+    }
+    async fn execute(self, conn: &mut SqliteConnection) -> Result<()> {
+        let mut q = sqlx::query(&self.sql);
+        for a in self.args {
+            q = match a {
+                Arg::Text(t) => q.bind(t),
+                Arg::Int(i) => q.bind(i),
+            };
+        }
+        q.execute(conn).await?;
+        Ok(())
     }
 }
 
@@ -837,9 +909,6 @@ pub(crate) async fn decide(
     let kind = interrupt
         .kind()
         .ok_or_else(|| EngineError::Internal(format!("unknown interrupt kind {}", interrupt.kind)))?;
-    let contract = interrupt
-        .contract_json()
-        .ok_or_else(|| EngineError::Internal("interrupt contract unreadable".into()))?;
     let payload = interrupt.payload_json();
     let subject = serde_json::to_value(actor.subject())?;
     let mut resolved = json!({
@@ -857,14 +926,21 @@ pub(crate) async fn decide(
         let principal = current_principal(conn, &actor.principal).await?;
         let via = rules.eligibility(&principal, &run.owner_subject_id())?;
         let parsed = approval::parse_resume(&rules, resume_value)?;
-        crate::contract::CompiledContract::compile(contract, "interrupt")
-            .map_err(EngineError::Internal)?
-            .validate_resume(resume_value)?;
-        let seq: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM votes WHERE interrupt_id = ?")
-            .bind(&interrupt.interrupt_id)
-            .fetch_one(&mut *conn)
-            .await?;
-        if parsed.action != "ask" {
+        crate::contract::cached(&interrupt.contract)?.validate_resume(resume_value)?;
+        let earlier: Vec<(String, String, i64, i64)> = sqlx::query_as(
+            "SELECT v.principal, v.action, v.superseded, COALESCE(p.is_override, 0) FROM votes v \
+             LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = ? ORDER BY v.seq",
+        )
+        .bind(&interrupt.interrupt_id)
+        .fetch_all(&mut *conn)
+        .await?;
+        let seq = earlier.len() as i64;
+        let counts = |action: &str, superseded: i64| superseded == 0 && action != "ask";
+        let replaces = earlier
+            .iter()
+            .any(|(p, a, sup, _)| *p == principal.id && counts(a, *sup));
+        if parsed.action != "ask" && replaces {
+            // One vote per principal: a later vote replaces the earlier one.
             sqlx::query("UPDATE votes SET superseded = 1 WHERE interrupt_id = ? AND principal = ? AND action <> 'ask'")
                 .bind(&interrupt.interrupt_id)
                 .bind(&principal.id)
@@ -884,7 +960,20 @@ pub(crate) async fn decide(
         if parsed.action == "ask" {
             return Ok(Decision::Recorded);
         }
-        let ballots = current_ballots(conn, &interrupt.interrupt_id).await?;
+        let mut ballots: Vec<Ballot> = earlier
+            .into_iter()
+            .filter(|(p, a, sup, _)| counts(a, *sup) && *p != principal.id)
+            .map(|(principal, action, _, o)| Ballot {
+                principal,
+                action,
+                is_override: o != 0,
+            })
+            .collect();
+        ballots.push(Ballot {
+            principal: principal.id.clone(),
+            action: parsed.action.clone(),
+            is_override: principal.is_override,
+        });
         resolved["action"] = json!(parsed.action);
         resolved["x-tollgate-eligibleVia"] = json!(via);
         for k in ["refineFeedback", "editedArtifactData"] {
@@ -927,9 +1016,7 @@ pub(crate) async fn decide(
         });
     }
 
-    crate::contract::CompiledContract::compile(contract, "interrupt")
-        .map_err(EngineError::Internal)?
-        .validate_resume(resume_value)?;
+    crate::contract::cached(&interrupt.contract)?.validate_resume(resume_value)?;
     let mut failure = None;
     match kind {
         InterruptKind::ExternalEvent => {
@@ -1014,24 +1101,6 @@ pub(crate) fn timeout_resolution(interrupt: &InterruptRow) -> (Value, Value) {
         json!({"code": "interrupt_timeout", "message": format!("interrupt on \"{}\" timed out", interrupt.node_id), "retryable": false})
     };
     (resolved, failure)
-}
-
-async fn current_ballots(conn: &mut SqliteConnection, interrupt_id: &str) -> Result<Vec<Ballot>> {
-    let rows: Vec<(String, String, i64)> = sqlx::query_as(
-        "SELECT v.principal, v.action, COALESCE(p.is_override, 0) FROM votes v LEFT JOIN principals p ON p.id = v.principal \
-         WHERE v.interrupt_id = ? AND v.superseded = 0 AND v.action <> 'ask' ORDER BY v.seq",
-    )
-    .bind(interrupt_id)
-    .fetch_all(conn)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(principal, action, o)| Ballot {
-            principal,
-            action,
-            is_override: o != 0,
-        })
-        .collect())
 }
 
 /// The principal's directory entry as it is now (membership is resolved at decision time).

@@ -1,6 +1,7 @@
 //! Tollgate console: the Leptos application shared by the server (SSR) and the browser (hydrate).
 
 pub mod api;
+pub mod form;
 pub mod pages;
 
 use leptos::prelude::*;

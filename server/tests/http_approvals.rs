@@ -431,3 +431,40 @@ async fn inspecting_an_interrupt_shows_contract_votes_and_quorum() {
     eve_list.expect(200, None);
     assert!(eve_list.body["interrupts"].as_array().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn concurrent_votes_of_five_people_on_a_quorum_of_three_decide_once() {
+    let (s, _dir) = Server::start_fresh().await;
+    s.register(gate_workflow("q3", json!({"requiredApprovals": 3})))
+        .await;
+    let s = std::sync::Arc::new(s);
+    let run = s.create("q3").await;
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(5));
+    let mut tasks = Vec::new();
+    for key in [ANN, BOB, CAT, DAN, BOSS] {
+        let (s, run, barrier) = (s.clone(), run.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            s.resolve(&run, "gate", key, json!({"action": "accept"})).await
+        }));
+    }
+    let (mut waiting, mut completed, mut late) = (0, 0, 0);
+    for t in tasks {
+        let r = t.await.unwrap();
+        match (r.status, r.body["status"].as_str()) {
+            (200, Some("waiting-approval")) => waiting += 1,
+            (200, Some("completed")) => completed += 1,
+            (409, _) => {
+                assert_eq!(r.code(), "interrupt_already_resolved");
+                late += 1
+            }
+            _ => panic!("unexpected {} {}", r.status, r.body),
+        }
+    }
+    assert_eq!((waiting, completed, late), (2, 1, 2));
+    let events = s.events(&run).await;
+    assert_eq!(count(&events, "interrupt.resolved"), 1);
+    let view = s.interrupt(&run, "gate").await;
+    assert_eq!(view["quorum"]["accepts"], 3);
+    assert_eq!(votes(&view).len(), 3);
+}

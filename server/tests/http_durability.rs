@@ -18,13 +18,15 @@ async fn state_survives_kill_9_and_a_deadline_missed_while_down_fires_after_rest
     // Created last, so its 1500 ms deadline is still ahead when the server dies.
     let timed = s.create("conformance-approval-timeout").await;
     let timed_at = tokio::time::Instant::now();
+    let delayed = s
+        .create_as(
+            OWNER,
+            json!({"workflowId": "conformance-cancellable", "inputs": {"delayMs": 1000}}),
+        )
+        .await;
     assert_eq!(s.snapshot(&timed).await["status"], "waiting-approval");
-    let old_base = s.base.clone();
+    assert_eq!(s.snapshot(&delayed).await["status"], "running");
     s.kill9();
-    assert!(
-        s.client.get(format!("{old_base}/healthz")).send().await.is_err(),
-        "the server is gone"
-    );
 
     // Stay down until the deadline has passed.
     tokio::time::sleep_until(timed_at + Duration::from_millis(1700)).await;
@@ -47,6 +49,15 @@ async fn state_survives_kill_9_and_a_deadline_missed_while_down_fires_after_rest
     assert_eq!(resolved[0]["payload"]["action"], "timeout");
     assert_eq!(resolved[0]["payload"]["decision"], "rejected");
     assert_eq!(resolved[0]["payload"]["reason"], "timeout");
+
+    assert_v2_event_payloads(&events);
+    // A durable delay that fell due while the server was down completes too.
+    let snap = s.wait_status(&delayed, "completed", 15).await;
+    assert_eq!(snap["status"], "completed", "{snap}");
+    assert_eq!(
+        of_type(&s.events(&delayed).await, "node.completed", Some("wait")).len(),
+        1
+    );
 
     // The pending run is still resolvable, exactly once.
     let r = s

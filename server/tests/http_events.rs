@@ -430,3 +430,141 @@ async fn events_as_json_when_asked_and_errors_before_streaming() {
         r.expect(status, Some(code));
     }
 }
+
+#[tokio::test]
+async fn event_payloads_and_snapshots_follow_the_closed_v2_schemas() {
+    let (s, _dir) = Server::start_fresh().await;
+    s.register(json!({"id": "shapes", "variables": [{"name": "amount"}], "nodes": [
+        {"id": "first", "typeId": "core.noop"},
+        {"id": "gate", "typeId": "core.approvalGate",
+         "inputs": {"amount": {"type": "variable", "variableName": "amount"}},
+         "config": {"title": "Shapes", "description": "d", "actions": ["accept", "reject", "refine", "edit-accept"],
+                    "requiredApprovals": 2, "rejectionPolicy": "majority", "overrideBypassesQuorum": true,
+                    "approverGroupRefs": ["finance"], "approverRoleRefs": ["cfo"], "approversList": ["boss"],
+                    "timeoutMs": 3600000, "onTimeout": "reject",
+                    "requestSchema": {"type": "object", "properties": {"amount": {"type": "number"}}}}},
+        {"id": "after", "typeId": "core.noop"},
+        {"id": "on-fail", "typeId": "core.noop"}],
+        "edges": [
+            {"id": "e1", "sourceNodeId": "first", "targetNodeId": "gate"},
+            {"id": "e2", "sourceNodeId": "gate", "targetNodeId": "after"},
+            {"id": "e3", "sourceNodeId": "gate", "targetNodeId": "on-fail", "triggerRule": "any_failed"}]}))
+        .await;
+    let mut runs = Vec::new();
+
+    // accept, with typed request data, a partial vote and an override
+    let run = s
+        .create_as(
+            OWNER,
+            json!({"workflowId": "shapes", "inputs": {"amount": 12.5},
+                   "tags": ["t"], "metadata": {"m": 1}}),
+        )
+        .await;
+    s.resolve(&run, "gate", ANN, json!({"action": "accept", "feedback": "ok"}))
+        .await
+        .expect(200, None);
+    s.resolve(
+        &run,
+        "gate",
+        BOSS,
+        json!({"action": "edit-accept", "editedArtifactData": {"amount": 10}}),
+    )
+    .await
+    .expect(200, None);
+    runs.push(run);
+    // majority reject, routed
+    let run = s.create("shapes").await;
+    for key in [ANN, BOB] {
+        s.resolve(&run, "gate", key, json!({"action": "reject"}))
+            .await
+            .expect(200, None);
+    }
+    runs.push(run);
+    // reject without a route: run.failed
+    let run = s.create("conformance-approval").await;
+    s.resolve(&run, "gate", OWNER, json!({"action": "reject"}))
+        .await
+        .expect(200, None);
+    runs.push(run);
+    // refine (the node completes with the refine resume value)
+    let run = s.create("shapes").await;
+    s.resolve(
+        &run,
+        "gate",
+        ANN,
+        json!({"action": "refine", "refineFeedback": {"scope": "whole", "text": "more detail"}}),
+    )
+    .await
+    .expect(200, None);
+    runs.push(run);
+    // cancelled while suspended and while delaying
+    let run = s.create("conformance-approval").await;
+    s.post(
+        &format!("/runs/{}/cancel", seg(&run)),
+        OWNER,
+        &json!({"reason": "r"}),
+    )
+    .await
+    .expect(200, None);
+    runs.push(run);
+    let run = s
+        .create_as(
+            OWNER,
+            json!({"workflowId": "conformance-cancellable", "inputs": {"delayMs": 60000}}),
+        )
+        .await;
+    s.post(&format!("/runs/{}/cancel", seg(&run)), OWNER, &json!({}))
+        .await
+        .expect(200, None);
+    runs.push(run);
+    // clarification, loopback, noop
+    let run = s.create("conformance-clarification").await;
+    s.resolve(&run, "ask", ANN, json!({"answers": {"q1": "blue"}}))
+        .await
+        .expect(200, None);
+    runs.push(run);
+    let run = s
+        .create_as(
+            OWNER,
+            json!({"workflowId": "conformance-approval-reject-loopback",
+                   "configurable": {"version": 1, "run": {"recursionLimit": 20}}}),
+        )
+        .await;
+    s.resolve(&run, "gate", OWNER, json!({"action": "reject"}))
+        .await
+        .expect(200, None);
+    runs.push(run);
+    runs.push(s.create("conformance-noop").await);
+
+    let mut seen = std::collections::BTreeSet::new();
+    for run in &runs {
+        let snap = s.snapshot(run).await;
+        assert_v2_snapshot(&snap);
+        let events = s.events(run).await;
+        check_event_docs(run, &events, 0);
+        assert_v2_event_payloads(&events);
+        for e in &events {
+            if let Some(rb) = e["payload"].get("resolvedBy") {
+                assert_subject("resolvedBy", rb);
+            }
+        }
+        seen.extend(types(&events));
+    }
+    for t in [
+        "run.started",
+        "run.completed",
+        "run.failed",
+        "run.cancelled",
+        "node.started",
+        "node.completed",
+        "node.failed",
+        "node.suspended",
+        "node.resumed",
+        "node.skipped",
+        "node.cancelled",
+        "interrupt.requested",
+        "interrupt.resolved",
+    ] {
+        assert!(seen.contains(t), "{t} was exercised: {seen:?}");
+    }
+}

@@ -8,6 +8,8 @@ use serde_json::{json, Value};
 
 /// Asserts the RFC 0223 rejection record of a failed run at `gate`.
 fn assert_rejected_at_gate(snapshot: &Value, events: &[Value], action: &str) {
+    assert_v2_snapshot(snapshot);
+    assert_v2_event_payloads(events);
     assert_eq!(snapshot["status"], "failed", "{snapshot}");
     assert_eq!(snapshot["error"]["code"], "approval_rejected", "{snapshot}");
     assert!(

@@ -85,6 +85,26 @@ async fn run_id_is_accepted_as_tilde_and_percent_projection() {
 }
 
 #[tokio::test]
+async fn a_run_id_is_percent_decoded_only_once() {
+    let (s, _dir) = Server::start_fresh().await;
+    let run = s.create("conformance-approval").await;
+    // `%252F` decodes once to the literal `%2F`, which is not a tenant-bound
+    // id: the spec says "decode once, then match".
+    let twice = s
+        .get(&format!("/runs/{}", run.replacen('/', "%252F", 1)), OWNER)
+        .await;
+    twice.expect(404, Some("not_found"));
+    s.post(
+        &format!("/runs/{}/interrupts/gate", run.replacen('/', "%252F", 1)),
+        OWNER,
+        &json!({"resumeValue": {"action": "accept"}}),
+    )
+    .await
+    .expect(404, Some("not_found"));
+    assert_eq!(s.snapshot(&run).await["status"], "waiting-approval");
+}
+
+#[tokio::test]
 async fn foreign_tenant_is_403_id_tenant_mismatch_and_unknown_run_is_404() {
     let (s, _dir) = Server::start_fresh().await;
     let run = s.create("conformance-approval").await;
@@ -569,6 +589,72 @@ async fn eight_concurrent_creates_with_one_key_make_one_run() {
     assert_eq!(fresh, 1, "exactly one request executed");
     assert_eq!(run_ids.len(), 1);
     assert_eq!(runs_started(&s).await, run_ids);
+}
+
+#[tokio::test]
+async fn eight_concurrent_resolves_with_one_key_vote_once() {
+    let (s, _dir) = Server::start_fresh().await;
+    s.register(gate_workflow("q2", json!({"requiredApprovals": 2})))
+        .await;
+    let s = Arc::new(s);
+    let run = s.create("q2").await;
+    let path = format!("/runs/{}/interrupts/gate", seg(&run));
+    let barrier = Arc::new(tokio::sync::Barrier::new(8));
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (s, path, barrier) = (s.clone(), path.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            idem_post(
+                &s,
+                &path,
+                ANN,
+                IDEM,
+                &json!({"resumeValue": {"action": "accept"}}),
+            )
+            .await
+        }));
+    }
+    let mut fresh = 0;
+    for t in tasks {
+        let r = t.await.unwrap();
+        match r.status {
+            200 => {
+                assert_eq!(r.body["status"], "waiting-approval");
+                if r.header("openwop-idempotent-replay").is_none() {
+                    fresh += 1;
+                }
+            }
+            409 => assert_eq!(r.code(), "idempotency_in_flight", "{}", r.body),
+            other => panic!("unexpected {other}: {}", r.body),
+        }
+    }
+    assert_eq!(fresh, 1, "exactly one request executed");
+    assert_eq!(
+        s.interrupt(&run, "gate").await["votes"].as_array().unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn refused_requests_are_not_recorded_under_their_idempotency_key() {
+    let (s, _dir) = Server::start_fresh().await;
+    s.register(gate_workflow("listed", json!({"approversList": ["ann"]})))
+        .await;
+    let run = s.create("listed").await;
+    let path = format!("/runs/{}/interrupts/gate", seg(&run));
+    let accept = json!({"resumeValue": {"action": "accept"}});
+    // 400 and 403 are never cached: a retry with the same key executes.
+    idem_post(&s, &path, ANN, IDEM, &json!({"resumeValue": {"action": "maybe"}}))
+        .await
+        .expect(400, Some("validation_error"));
+    idem_post(&s, &path, BOB, IDEM, &accept)
+        .await
+        .expect(403, Some("forbidden"));
+    let r = idem_post(&s, &path, ANN, IDEM, &accept).await;
+    r.expect(200, None);
+    assert_eq!(r.header("openwop-idempotent-replay"), None);
+    assert_eq!(r.body["status"], "completed");
 }
 
 // ----- 5. authentication and scopes ----------------------------------------------

@@ -2,11 +2,9 @@
 
 use crate::state::AppState;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::http::HeaderMap;
+use axum::response::Response;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 pub async fn discovery(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let doc = json!({
@@ -30,21 +28,5 @@ pub async fn discovery(State(state): State<AppState>, headers: HeaderMap) -> Res
             "callbackDelivery": false
         }
     });
-    let etag = format!(
-        "\"{}\"",
-        &hex::encode(Sha256::digest(doc.to_string().as_bytes()))[..32]
-    );
-    let matches = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
-    let mut res = if matches {
-        StatusCode::NOT_MODIFIED.into_response()
-    } else {
-        Json(doc).into_response()
-    };
-    if let Ok(v) = HeaderValue::from_str(&etag) {
-        res.headers_mut().insert(header::ETAG, v);
-    }
-    res
+    super::with_etag(&headers, doc)
 }

@@ -40,7 +40,38 @@ pub fn router() -> Router<AppState> {
         )
         .route("/interrupts", get(runs::list_interrupts))
         .route("/interrupts/{token}", get(tokens::inspect).post(tokens::resolve))
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(protocol_version))
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{} is not allowed on {}", req.method(), req.uri().path()),
+    )
+}
+
+/// A JSON answer with a strong ETag; 304 when `If-None-Match` carries it.
+pub fn with_etag(headers: &axum::http::HeaderMap, body: serde_json::Value) -> Response {
+    use sha2::{Digest, Sha256};
+    let etag = format!(
+        "\"{}\"",
+        &hex::encode(Sha256::digest(body.to_string().as_bytes()))[..32]
+    );
+    let matches = headers
+        .get(axum::http::header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    let mut res = if matches {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        axum::Json(body).into_response()
+    };
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        res.headers_mut().insert(axum::http::header::ETAG, v);
+    }
+    res
 }
 
 /// Refuses an unsupported requested major and stamps `OpenWOP-Version`.

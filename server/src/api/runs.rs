@@ -59,14 +59,17 @@ pub async fn create_run(
     }))
 }
 
+/// RunSnapshot v2 with an ETag; `If-None-Match` with the current tag answers 304.
 pub async fn get_run(
     State(state): State<AppState>,
     auth: Authed,
+    headers: HeaderMap,
     Path(run_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     auth.require(Scope::RunsRead)?;
     let run_id = parse_run_id(&run_id)?;
-    Ok(Json(state.engine.snapshot(&run_id, &auth.actor).await?))
+    let snapshot = state.engine.snapshot(&run_id, &auth.actor).await?;
+    Ok(super::with_etag(&headers, snapshot))
 }
 
 #[derive(Deserialize, Default)]

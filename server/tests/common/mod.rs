@@ -214,6 +214,14 @@ impl Resp {
                 "an error envelope carries a message: {}",
                 self.body
             );
+            let closed = self.body.as_object().is_some_and(|o| {
+                o.keys()
+                    .all(|k| ["error", "message", "details"].contains(&k.as_str()))
+            });
+            assert!(closed, "the error envelope is closed: {}", self.body);
+            if let Some(d) = self.body.get("details") {
+                assert!(d.is_object(), "details is an object: {}", self.body);
+            }
         }
         self
     }
@@ -488,4 +496,229 @@ pub fn gate_workflow(id: &str, extra: Value) -> Value {
         }
     }
     json!({ "id": id, "name": id, "version": "1", "nodes": [gate("gate", config)] })
+}
+
+/// Members allowed on the vendor hatch of closed event payloads.
+fn is_vendor_member(k: &str) -> bool {
+    k.starts_with("openwop-") || k.starts_with("x-") || k.starts_with("vendor.")
+}
+
+#[track_caller]
+fn assert_members(what: &str, v: &Value, required: &[&str], allowed: &[&str], hatch: bool) {
+    let obj = v
+        .as_object()
+        .unwrap_or_else(|| panic!("{what}: not an object: {v}"));
+    for r in required {
+        assert!(obj.contains_key(*r), "{what}: required member {r} missing: {v}");
+    }
+    for k in obj.keys() {
+        assert!(
+            allowed.contains(&k.as_str()) || (hatch && is_vendor_member(k)),
+            "{what}: member {k} is not in the closed v2 schema: {v}"
+        );
+    }
+}
+
+/// The OpenWOP v2 Subject (closed).
+#[track_caller]
+pub fn assert_subject(what: &str, v: &Value) {
+    assert_members(
+        what,
+        v,
+        &["issuer", "subjectId", "tenant", "lane", "kind"],
+        &[
+            "issuer",
+            "subjectId",
+            "tenant",
+            "lane",
+            "kind",
+            "keyClass",
+            "actor",
+        ],
+        false,
+    );
+}
+
+#[track_caller]
+fn assert_error_object(what: &str, v: &Value) {
+    assert_members(
+        what,
+        v,
+        &["code", "message"],
+        &["code", "message", "details", "retryable"],
+        true,
+    );
+}
+
+/// Checks every event payload against the closed definitions of
+/// `schemas/v2/run-event-payloads.schema.json` (members only) and the
+/// InterruptPayload of `suspend-request.schema.json`.
+#[track_caller]
+pub fn assert_v2_event_payloads(events: &[Value]) {
+    for e in events {
+        let t = e["type"].as_str().unwrap_or("");
+        let p = &e["payload"];
+        let what = format!("{t} payload");
+        let (required, allowed): (&[&str], &[&str]) = match t {
+            "run.started" => (
+                &["workflowId"],
+                &[
+                    "workflowId",
+                    "inputs",
+                    "transport",
+                    "engineVersion",
+                    "owner",
+                    "tags",
+                    "metadata",
+                ],
+            ),
+            "run.completed" => (&["outputs"], &["outputs", "durationMs"]),
+            "run.failed" => (&["error"], &["error", "failedNodeId", "durationMs"]),
+            "run.cancelled" => (&[], &["reason", "cancelledBy", "durationMs", "parentRunId"]),
+            "node.started" => (&["nodeId", "typeId"], &["nodeId", "typeId", "attempt"]),
+            "node.completed" => (&["nodeId"], &["nodeId", "outputs", "durationMs"]),
+            "node.failed" => (&["nodeId", "error"], &["nodeId", "error", "attempts"]),
+            "node.suspended" => (
+                &["nodeId", "interruptId"],
+                &["nodeId", "interruptId", "kind", "reason", "key"],
+            ),
+            "node.resumed" => (&["nodeId"], &["nodeId", "interruptId", "resumeValue"]),
+            "node.skipped" | "node.cancelled" => (&["nodeId"], &["nodeId", "reason"]),
+            "interrupt.resolved" => (
+                &["nodeId", "interruptId"],
+                &[
+                    "nodeId",
+                    "interruptId",
+                    "kind",
+                    "reason",
+                    "resumeValue",
+                    "resolvedBy",
+                    "decision",
+                    "action",
+                    "refineFeedback",
+                    "editedArtifactData",
+                ],
+            ),
+            "interrupt.requested" => {
+                assert_members(
+                    &what,
+                    p,
+                    &["kind", "key", "data"],
+                    &["kind", "key", "resumeSchema", "timeoutMs", "data"],
+                    false,
+                );
+                let data_allowed: &[&str] = match p["kind"].as_str() {
+                    Some("approval") => &[
+                        "artifactId",
+                        "artifactType",
+                        "title",
+                        "onTimeout",
+                        "description",
+                        "artifactData",
+                        "actions",
+                        "requiredApprovals",
+                        "approversList",
+                        "rejectionPolicy",
+                        "overrideBypassesQuorum",
+                        "approverGroupRefs",
+                        "approverRoleRefs",
+                        "audience",
+                    ],
+                    Some("clarification") => &["questions", "contextType"],
+                    _ => continue,
+                };
+                assert_members(&format!("{what} data"), &p["data"], &[], data_allowed, false);
+                continue;
+            }
+            _ => panic!("unexpected event type {t}"),
+        };
+        assert_members(&what, p, required, allowed, true);
+        if let Some(n) = p.get("nodeId") {
+            assert_eq!(Some(n), e.get("nodeId"), "{what}: nodeId agrees with the event");
+        }
+        if p.get("error").is_some() {
+            assert_error_object(&format!("{what} error"), &p["error"]);
+        }
+        if let Some(s) = p.get("resolvedBy") {
+            assert_subject(&format!("{what} resolvedBy"), s);
+        }
+        if t == "interrupt.resolved" {
+            if let Some(d) = p.get("decision") {
+                assert!(["granted", "rejected", "overridden"].contains(&d.as_str().unwrap_or("")));
+            }
+            if let Some(a) = p.get("action") {
+                assert!(["accept", "reject", "refine", "edit-accept", "timeout"]
+                    .contains(&a.as_str().unwrap_or("")));
+            }
+        }
+    }
+}
+
+/// Checks a RunSnapshot against the closed v2 snapshot schema (members only).
+#[track_caller]
+pub fn assert_v2_snapshot(s: &Value) {
+    assert_members(
+        "snapshot",
+        s,
+        &["runId", "workflowId", "status", "owner", "eventLogSchemaVersion"],
+        &[
+            "runId",
+            "workflowId",
+            "status",
+            "compensationStatus",
+            "owner",
+            "currentNodeId",
+            "startedAt",
+            "completedAt",
+            "agent",
+            "runOrchestrator",
+            "nodeStates",
+            "variables",
+            "channels",
+            "error",
+            "engineVersion",
+            "eventLogSchemaVersion",
+            "tags",
+            "metadata",
+            "configurable",
+            "metrics",
+            "parentRunId",
+            "inputs",
+            "extensions",
+        ],
+        false,
+    );
+    assert!(
+        [
+            "pending",
+            "running",
+            "paused",
+            "waiting-approval",
+            "waiting-input",
+            "waiting-external",
+            "completed",
+            "failed",
+            "cancelling",
+            "cancelled"
+        ]
+        .contains(&s["status"].as_str().unwrap_or("")),
+        "{s}"
+    );
+    assert_members(
+        "snapshot owner",
+        &s["owner"],
+        &["tenant", "subject"],
+        &["tenant", "workspace", "subject"],
+        false,
+    );
+    assert_subject("snapshot owner subject", &s["owner"]["subject"]);
+    if let Some(e) = s.get("error") {
+        assert_members(
+            "snapshot error",
+            e,
+            &["code", "message"],
+            &["code", "message", "details"],
+            false,
+        );
+    }
 }
