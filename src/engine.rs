@@ -9,8 +9,8 @@ use crate::error::{EngineError, Result};
 use crate::events::{EventRow, RunEvent, EVENT_LOG_SCHEMA_VERSION};
 use crate::ids;
 use crate::runtime::{
-    self, decide, latest_interrupt, load_run, timeout_resolution, Decision, Exec, InterruptRow, NewRun,
-    RunRow, INTERRUPT_COLUMNS,
+    self, decide, latest_interrupt, load_run, load_run_for_update, timeout_resolution, Decision, Exec,
+    InterruptRow, NewRun, RunRow, INTERRUPT_COLUMNS,
 };
 use crate::store::{Durability, Store};
 use crate::token::{Claims, Intent, KeyRing, SigningKey};
@@ -23,6 +23,8 @@ use sqlx::SqliteConnection;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
+
+pub mod inbox;
 
 pub struct EngineOptions {
     pub database_url: String,
@@ -656,7 +658,7 @@ impl Engine {
             .write(move |conn| {
                 Box::pin(run_idempotent(conn, tenant, idem, move |conn| {
                     Box::pin(async move {
-                        let run = load_run(conn, &rid)
+                        let run = load_run_for_update(conn, &rid)
                             .await?
                             .ok_or_else(|| EngineError::NotFound(format!("no run {rid}")))?;
                         if run.is_terminal() {
@@ -725,7 +727,7 @@ impl Engine {
         actor: &Actor,
         now: Millis,
     ) -> Result<Resolved> {
-        let run = load_run(conn, run_id)
+        let run = load_run_for_update(conn, run_id)
             .await?
             .ok_or_else(|| EngineError::NotFound(format!("no run {run_id}")))?;
         let interrupt = latest_interrupt(conn, run_id, node_id).await?.ok_or_else(|| {
@@ -742,19 +744,29 @@ impl Engine {
                 run.status
             )));
         }
-        match decide(conn, &run, &interrupt, &resume_value, actor, now).await? {
-            Decision::Recorded => Ok(Resolved {
-                run_id: run.run_id,
-                node_id: node_id.to_string(),
-                status: run.status,
-            }),
+        // Membership as it is now: the directory cache is kept current by every directory write.
+        let principal = self
+            .principal(&actor.principal.id)
+            .await?
+            .unwrap_or_else(|| actor.principal.clone());
+        match decide(&run, &interrupt, &resume_value, actor, &principal, now)? {
+            Decision::Recorded(writes) => {
+                writes.execute(conn).await?;
+                Ok(Resolved {
+                    run_id: run.run_id,
+                    node_id: node_id.to_string(),
+                    status: run.status,
+                })
+            }
             Decision::Resolve {
                 resolved,
                 resume_value,
                 failure,
+                writes,
             } => {
                 let wf = self.workflow_version(&run.workflow_digest).await?;
                 let mut exec = Exec::load(conn, &wf, run, now).await?;
+                exec.prepend_writes(writes);
                 exec.resolve(&interrupt, resolved, Some(resume_value), failure)
                     .await?;
                 let run = exec.finish().await?;
@@ -847,7 +859,7 @@ impl Engine {
         if interrupt.deadline_at.is_none_or(|d| d > now) {
             return Ok(false);
         }
-        let Some(run) = load_run(conn, &interrupt.run_id).await? else {
+        let Some(run) = load_run_for_update(conn, &interrupt.run_id).await? else {
             return Ok(false);
         };
         if run.is_terminal() {
@@ -868,7 +880,7 @@ impl Engine {
         node_id: &str,
         now: Millis,
     ) -> Result<bool> {
-        let Some(run) = load_run(conn, run_id).await? else {
+        let Some(run) = load_run_for_update(conn, run_id).await? else {
             return Ok(false);
         };
         if run.is_terminal() {

@@ -14,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod ids;
 pub mod interrupt;
+pub mod passwords;
 pub mod projection;
 mod runtime;
 pub mod schema_subset;

@@ -36,6 +36,9 @@ pub(crate) struct RunRow {
     pub next_sequence: i64,
     pub created_at: Millis,
     pub completed_at: Option<Millis>,
+    /// The run's node states as JSON, when loaded together with the run.
+    #[sqlx(default)]
+    pub nodes_json: Option<String>,
 }
 
 pub(crate) const RUN_COLUMNS: &str = "run_id, tenant, workflow_id, workflow_digest, status, owner, current_node_id, error, inputs, configurable, tags, metadata, callback_url, next_sequence, created_at, completed_at";
@@ -118,6 +121,9 @@ pub(crate) struct InterruptRow {
     pub deadline_at: Option<Millis>,
     pub resolved_at: Option<Millis>,
     pub resolution: Option<String>,
+    /// Votes as JSON `[principal, action, superseded, is_override]`, when loaded with the interrupt.
+    #[sqlx(default)]
+    pub votes_json: Option<String>,
 }
 
 pub(crate) const INTERRUPT_COLUMNS: &str = "interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, request, eligibility, workflow_id, title, owner_subject, created_at, deadline_at, resolved_at, resolution";
@@ -146,13 +152,27 @@ pub(crate) async fn load_run(conn: &mut SqliteConnection, run_id: &str) -> Resul
     )
 }
 
+/// The run with its node states, in one round trip (the writer's hot path).
+pub(crate) async fn load_run_for_update(conn: &mut SqliteConnection, run_id: &str) -> Result<Option<RunRow>> {
+    Ok(sqlx::query_as::<_, RunRow>(&format!(
+        "SELECT {RUN_COLUMNS}, (SELECT json_group_array(json_array(node_id, status, visits, output, pending_in, due_at, waiting)) \
+         FROM node_states WHERE node_states.run_id = runs.run_id) AS nodes_json FROM runs WHERE run_id = ?"
+    ))
+    .bind(run_id)
+    .fetch_optional(conn)
+    .await?)
+}
+
 pub(crate) async fn latest_interrupt(
     conn: &mut SqliteConnection,
     run_id: &str,
     node_id: &str,
 ) -> Result<Option<InterruptRow>> {
     Ok(sqlx::query_as::<_, InterruptRow>(&format!(
-        "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
+        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_group_array(json_array(principal, action, superseded, is_override)) FROM \
+           (SELECT v.principal, v.action, v.superseded, COALESCE(p.is_override, 0) AS is_override FROM votes v \
+            LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = interrupts.interrupt_id ORDER BY v.seq)) AS votes_json \
+         FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
     ))
     .bind(run_id)
     .bind(node_id)
@@ -184,6 +204,8 @@ pub(crate) struct Exec<'a> {
     recursion_limit: i64,
     /// Events appended by this command, written in one statement by `finish`.
     pending_events: Vec<(i64, String, Option<String>, String)>,
+    /// Other writes of this command, sent with the events by `finish`.
+    writes: Batch,
 }
 
 impl<'a> Exec<'a> {
@@ -194,12 +216,17 @@ impl<'a> Exec<'a> {
         run: RunRow,
         now: Millis,
     ) -> Result<Exec<'a>> {
-        let rows = sqlx::query_as::<_, NodeRow>(
-            "SELECT node_id, status, visits, output, pending_in, due_at, waiting FROM node_states WHERE run_id = ?",
-        )
-        .bind(&run.run_id)
-        .fetch_all(&mut *conn)
-        .await?;
+        let rows = match run.nodes_json.as_deref() {
+            Some(text) => parse_node_rows(text)?,
+            None => {
+                sqlx::query_as::<_, NodeRow>(
+                    "SELECT node_id, status, visits, output, pending_in, due_at, waiting FROM node_states WHERE run_id = ?",
+                )
+                .bind(&run.run_id)
+                .fetch_all(&mut *conn)
+                .await?
+            }
+        };
         let mut nodes = HashMap::with_capacity(wf.nodes.len());
         for r in rows {
             nodes.insert(
@@ -227,6 +254,7 @@ impl<'a> Exec<'a> {
             unhandled: None,
             recursion_limit,
             pending_events: Vec::new(),
+            writes: Batch::default(),
         })
     }
 
@@ -254,6 +282,7 @@ impl<'a> Exec<'a> {
             next_sequence: 0,
             created_at: now,
             completed_at: None,
+            nodes_json: None,
         };
         sqlx::query(&format!(
             "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -287,6 +316,7 @@ impl<'a> Exec<'a> {
             unhandled: None,
             recursion_limit,
             pending_events: Vec::new(),
+            writes: Batch::default(),
         };
         let owner: Value = serde_json::from_str(&exec.run.owner)?;
         let inputs: Value = serde_json::from_str(&exec.run.inputs)?;
@@ -465,26 +495,28 @@ impl<'a> Exec<'a> {
             .map(serde_json::to_string)
             .transpose()?
             .unwrap_or_else(|| "null".into());
-        sqlx::query(&format!(
-            "INSERT INTO interrupts ({INTERRUPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)"
-        ))
-        .bind(&interrupt_id)
-        .bind(&self.run.run_id)
-        .bind(node_id)
-        .bind(&key)
-        .bind(visit)
-        .bind(spec.kind.as_str())
-        .bind(payload.to_string())
-        .bind(serde_json::to_string(&spec.contract.contract)?)
-        .bind(request.to_string())
-        .bind(rules)
-        .bind(&wf.id)
-        .bind(&title)
-        .bind(self.run.owner_subject_id())
-        .bind(self.now)
-        .bind(spec.timeout_ms.map(|t| self.now + t as i64))
-        .execute(&mut *self.conn)
-        .await?;
+        let contract_text = serde_json::to_string(&spec.contract.contract)?;
+        let owner_subject = self.run.owner_subject_id();
+        let deadline = spec.timeout_ms.map(|t| self.now + t as i64);
+        self.writes
+            .sql(&format!(
+                "INSERT INTO interrupts ({INTERRUPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)"
+            ))
+            .text(&interrupt_id)
+            .text(&self.run.run_id)
+            .text(node_id)
+            .text(&key)
+            .int(visit)
+            .text(spec.kind.as_str())
+            .text(payload.to_string())
+            .text(contract_text)
+            .text(request.to_string())
+            .text(rules)
+            .text(&wf.id)
+            .text(&title)
+            .text(owner_subject)
+            .int(self.now)
+            .opt_int(deadline);
         self.emit("interrupt.requested", Some(node_id), payload).await?;
         self.emit(
             "node.suspended",
@@ -613,6 +645,12 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
+    /// Adds writes prepared before the run was loaded (a vote) to this command's batch.
+    pub fn prepend_writes(&mut self, mut writes: Batch) {
+        writes.append(std::mem::take(&mut self.writes));
+        self.writes = writes;
+    }
+
     /// Resolves a pending interrupt: records the decision, resumes the node
     /// and runs on. `failure` carries the node error when the decision fails the node.
     pub async fn resolve(
@@ -623,12 +661,11 @@ impl<'a> Exec<'a> {
         failure: Option<Value>,
     ) -> Result<()> {
         let node_id = interrupt.node_id.as_str();
-        sqlx::query("UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ? WHERE interrupt_id = ? AND status = 'pending'")
-            .bind(self.now)
-            .bind(resolved.to_string())
-            .bind(&interrupt.interrupt_id)
-            .execute(&mut *self.conn)
-            .await?;
+        self.writes
+            .sql("UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ? WHERE interrupt_id = ? AND status = 'pending'")
+            .int(self.now)
+            .text(resolved.to_string())
+            .text(&interrupt.interrupt_id);
         self.emit("interrupt.resolved", Some(node_id), resolved).await?;
         if let Some(rv) = &resume_value {
             self.emit(
@@ -703,11 +740,10 @@ impl<'a> Exec<'a> {
             .await?;
         }
         self.queue.clear();
-        sqlx::query("UPDATE interrupts SET status = 'cancelled', resolved_at = ? WHERE run_id = ? AND status = 'pending'")
-            .bind(self.now)
-            .bind(&self.run.run_id)
-            .execute(&mut *self.conn)
-            .await?;
+        self.writes
+            .sql("UPDATE interrupts SET status = 'cancelled', resolved_at = ? WHERE run_id = ? AND status = 'pending'")
+            .int(self.now)
+            .text(&self.run.run_id);
         Ok(())
     }
 
@@ -784,7 +820,7 @@ impl<'a> Exec<'a> {
     pub async fn finish(mut self) -> Result<RunRow> {
         self.settle().await?;
         // Every write of the command in one round trip to SQLite.
-        let mut batch = Batch::default();
+        let mut batch = std::mem::take(&mut self.writes);
         for chunk in self.pending_events.chunks(64) {
             let rows = std::iter::repeat_n("(?, ?, ?, ?, ?, ?, ?)", chunk.len())
                 .collect::<Vec<_>>()
@@ -837,7 +873,7 @@ impl<'a> Exec<'a> {
 /// Several statements and their arguments sent to SQLite in one call
 /// (sqlx binds `?` across statements in order).
 #[derive(Default)]
-struct Batch {
+pub(crate) struct Batch {
     sql: String,
     args: Vec<Arg>,
 }
@@ -848,30 +884,44 @@ enum Arg {
 }
 
 impl Batch {
-    fn sql(&mut self, statement: &str) -> &mut Self {
+    fn append(&mut self, other: Batch) {
+        if other.sql.is_empty() {
+            return;
+        }
+        if !self.sql.is_empty() {
+            self.sql.push_str(";\n");
+        }
+        self.sql.push_str(&other.sql);
+        self.args.extend(other.args);
+    }
+
+    pub fn sql(&mut self, statement: &str) -> &mut Self {
         if !self.sql.is_empty() {
             self.sql.push_str(";\n");
         }
         self.sql.push_str(statement);
         self
     }
-    fn text(&mut self, v: impl Into<String>) -> &mut Self {
+    pub fn text(&mut self, v: impl Into<String>) -> &mut Self {
         self.args.push(Arg::Text(Some(v.into())));
         self
     }
-    fn opt_text(&mut self, v: Option<String>) -> &mut Self {
+    pub fn opt_text(&mut self, v: Option<String>) -> &mut Self {
         self.args.push(Arg::Text(v));
         self
     }
-    fn int(&mut self, v: i64) -> &mut Self {
+    pub fn int(&mut self, v: i64) -> &mut Self {
         self.args.push(Arg::Int(Some(v)));
         self
     }
-    fn opt_int(&mut self, v: Option<i64>) -> &mut Self {
+    pub fn opt_int(&mut self, v: Option<i64>) -> &mut Self {
         self.args.push(Arg::Int(v));
         self
     }
-    async fn execute(self, conn: &mut SqliteConnection) -> Result<()> {
+    pub async fn execute(self, conn: &mut SqliteConnection) -> Result<()> {
+        if self.sql.is_empty() {
+            return Ok(());
+        }
         let mut q = sqlx::query(&self.sql);
         for a in self.args {
             q = match a {
@@ -886,24 +936,26 @@ impl Batch {
 
 /// The result of checking a resolve against an interrupt: what to record.
 pub(crate) enum Decision {
-    /// A vote was recorded; the gate stays open.
-    Recorded,
-    /// The interrupt resolves with this `interrupt.resolved` payload.
+    /// A vote to record (the writes); the gate stays open.
+    Recorded(Batch),
+    /// The interrupt resolves with this `interrupt.resolved` payload, after `writes` (the vote, if any).
     Resolve {
         resolved: Value,
         resume_value: Value,
         failure: Option<Value>,
+        writes: Batch,
     },
 }
 
 /// Applies one resolve to a pending interrupt's rules. Validation and
 /// eligibility run before anything is written.
-pub(crate) async fn decide(
-    conn: &mut SqliteConnection,
+/// `principal` is the voter's directory entry as it is now (decision time).
+pub(crate) fn decide(
     run: &RunRow,
     interrupt: &InterruptRow,
     resume_value: &Value,
     actor: &Actor,
+    principal: &Principal,
     now: Millis,
 ) -> Result<Decision> {
     let kind = interrupt
@@ -923,42 +975,35 @@ pub(crate) async fn decide(
         let rules = interrupt
             .approval_rules()
             .ok_or_else(|| EngineError::Internal("approval rules unreadable".into()))?;
-        let principal = current_principal(conn, &actor.principal).await?;
-        let via = rules.eligibility(&principal, &run.owner_subject_id())?;
+        let via = rules.eligibility(principal, &run.owner_subject_id())?;
         let parsed = approval::parse_resume(&rules, resume_value)?;
         crate::contract::cached(&interrupt.contract)?.validate_resume(resume_value)?;
-        let earlier: Vec<(String, String, i64, i64)> = sqlx::query_as(
-            "SELECT v.principal, v.action, v.superseded, COALESCE(p.is_override, 0) FROM votes v \
-             LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = ? ORDER BY v.seq",
-        )
-        .bind(&interrupt.interrupt_id)
-        .fetch_all(&mut *conn)
-        .await?;
+        let earlier: Vec<(String, String, i64, i64)> =
+            serde_json::from_str(interrupt.votes_json.as_deref().unwrap_or("[]"))?;
         let seq = earlier.len() as i64;
         let counts = |action: &str, superseded: i64| superseded == 0 && action != "ask";
         let replaces = earlier
             .iter()
             .any(|(p, a, sup, _)| *p == principal.id && counts(a, *sup));
+        let mut writes = Batch::default();
         if parsed.action != "ask" && replaces {
             // One vote per principal: a later vote replaces the earlier one.
-            sqlx::query("UPDATE votes SET superseded = 1 WHERE interrupt_id = ? AND principal = ? AND action <> 'ask'")
-                .bind(&interrupt.interrupt_id)
-                .bind(&principal.id)
-                .execute(&mut *conn)
-                .await?;
+            writes
+                .sql("UPDATE votes SET superseded = 1 WHERE interrupt_id = ? AND principal = ? AND action <> 'ask'")
+                .text(&interrupt.interrupt_id)
+                .text(&principal.id);
         }
-        sqlx::query("INSERT INTO votes (interrupt_id, seq, principal, action, resume_value, eligible_via, decided_at, superseded) VALUES (?, ?, ?, ?, ?, ?, ?, 0)")
-            .bind(&interrupt.interrupt_id)
-            .bind(seq)
-            .bind(&principal.id)
-            .bind(&parsed.action)
-            .bind(resume_value.to_string())
-            .bind(&via)
-            .bind(now)
-            .execute(&mut *conn)
-            .await?;
+        writes
+            .sql("INSERT INTO votes (interrupt_id, seq, principal, action, resume_value, eligible_via, decided_at, superseded) VALUES (?, ?, ?, ?, ?, ?, ?, 0)")
+            .text(&interrupt.interrupt_id)
+            .int(seq)
+            .text(&principal.id)
+            .text(&parsed.action)
+            .text(resume_value.to_string())
+            .text(&via)
+            .int(now);
         if parsed.action == "ask" {
-            return Ok(Decision::Recorded);
+            return Ok(Decision::Recorded(writes));
         }
         let mut ballots: Vec<Ballot> = earlier
             .into_iter()
@@ -982,11 +1027,12 @@ pub(crate) async fn decide(
             }
         }
         return Ok(match approval::tally(&rules, &ballots) {
-            Verdict::Pending { .. } => Decision::Recorded,
+            Verdict::Pending { .. } => Decision::Recorded(writes),
             Verdict::Granted { action, decision } => {
                 resolved["action"] = json!(action);
                 resolved["decision"] = json!(decision);
                 Decision::Resolve {
+                    writes,
                     resolved,
                     resume_value: resume_value.clone(),
                     failure: None,
@@ -995,6 +1041,7 @@ pub(crate) async fn decide(
             Verdict::Resolved { action } => {
                 resolved["action"] = json!(action);
                 Decision::Resolve {
+                    writes,
                     resolved,
                     resume_value: resume_value.clone(),
                     failure: None,
@@ -1004,6 +1051,7 @@ pub(crate) async fn decide(
                 resolved["action"] = json!("reject");
                 resolved["decision"] = json!("rejected");
                 Decision::Resolve {
+                    writes,
                     resolved,
                     resume_value: resume_value.clone(),
                     failure: Some(json!({
@@ -1074,7 +1122,36 @@ pub(crate) async fn decide(
         resolved,
         resume_value: resume_value.clone(),
         failure,
+        writes: Batch::default(),
     })
+}
+
+/// Node states from `load_run_for_update`'s JSON column.
+fn parse_node_rows(text: &str) -> Result<Vec<NodeRow>> {
+    type Row = (
+        String,
+        String,
+        i64,
+        Option<String>,
+        String,
+        Option<Millis>,
+        Option<String>,
+    );
+    let rows: Vec<Row> = serde_json::from_str(text)?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(node_id, status, visits, output, pending_in, due_at, waiting)| NodeRow {
+                node_id,
+                status,
+                visits,
+                output,
+                pending_in,
+                due_at,
+                waiting,
+            },
+        )
+        .collect())
 }
 
 /// The `interrupt.resolved` a passed deadline records: always a rejection for
@@ -1101,25 +1178,4 @@ pub(crate) fn timeout_resolution(interrupt: &InterruptRow) -> (Value, Value) {
         json!({"code": "interrupt_timeout", "message": format!("interrupt on \"{}\" timed out", interrupt.node_id), "retryable": false})
     };
     (resolved, failure)
-}
-
-/// The principal's directory entry as it is now (membership is resolved at decision time).
-async fn current_principal(conn: &mut SqliteConnection, p: &Principal) -> Result<Principal> {
-    let row: Option<(String, String, Option<String>, String, String, i64)> =
-        sqlx::query_as("SELECT tenant, name, email, groups, roles, is_override FROM principals WHERE id = ?")
-            .bind(&p.id)
-            .fetch_optional(conn)
-            .await?;
-    Ok(match row {
-        Some((tenant, name, email, groups, roles, o)) => Principal {
-            id: p.id.clone(),
-            tenant,
-            name,
-            email,
-            groups: serde_json::from_str(&groups).unwrap_or_default(),
-            roles: serde_json::from_str(&roles).unwrap_or_default(),
-            is_override: o != 0,
-        },
-        None => p.clone(),
-    })
 }

@@ -113,7 +113,10 @@ async fn writer_loop(mut conn: SqliteConnection, mut rx: mpsc::Receiver<Job>) {
             }
         }
         let mut replies: Vec<Reply> = Vec::with_capacity(batch.len());
-        if let Err(e) = exec(&mut conn, "BEGIN IMMEDIATE").await {
+        // Savepoint boundaries are sent together with the neighbouring
+        // statement, so each command costs one extra round trip, not two.
+        if let Err(e) = exec(&mut conn, "BEGIN IMMEDIATE; SAVEPOINT cmd").await {
+            let _ = exec(&mut conn, "ROLLBACK").await;
             let err = EngineError::Storage(format!("begin: {e}"));
             for job in batch.drain(..) {
                 let (_, reply) = run_isolated(&mut conn, job).await;
@@ -122,27 +125,23 @@ async fn writer_loop(mut conn: SqliteConnection, mut rx: mpsc::Receiver<Job>) {
             continue;
         }
         let mut broken: Option<EngineError> = None;
-        for job in batch.drain(..) {
+        let count = batch.len();
+        for (i, job) in batch.drain(..).enumerate() {
             if broken.is_some() {
                 // The transaction is unusable; answer without applying.
-                let (_, reply) = run_isolated(&mut conn, job).await;
-                replies.push(reply);
+                replies.push(run_isolated(&mut conn, job).await.1);
                 continue;
             }
-            if let Err(e) = exec(&mut conn, "SAVEPOINT cmd").await {
-                broken = Some(EngineError::Storage(format!("savepoint: {e}")));
-            }
             let (ok, reply) = job(&mut conn).await;
-            let end = if ok {
-                exec(&mut conn, "RELEASE cmd").await
-            } else {
-                match exec(&mut conn, "ROLLBACK TO cmd").await {
-                    Ok(()) => exec(&mut conn, "RELEASE cmd").await,
-                    Err(e) => Err(e),
-                }
+            let last = i + 1 == count;
+            let end = match (ok, last) {
+                (true, false) => "RELEASE cmd; SAVEPOINT cmd",
+                (true, true) => "RELEASE cmd",
+                (false, false) => "ROLLBACK TO cmd; RELEASE cmd; SAVEPOINT cmd",
+                (false, true) => "ROLLBACK TO cmd; RELEASE cmd",
             };
-            if let Err(e) = end {
-                broken = Some(EngineError::Storage(format!("savepoint end: {e}")));
+            if let Err(e) = exec(&mut conn, end).await {
+                broken = Some(EngineError::Storage(format!("savepoint: {e}")));
             }
             replies.push(reply);
         }

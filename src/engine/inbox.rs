@@ -1,0 +1,374 @@
+//! Console-facing reads and sign-in: the inbox of a person (who may decide
+//! what, computed with the same `ApprovalRules::eligibility` the resolve path
+//! uses), who may still vote on a gate, and password sign-in.
+
+use super::Engine;
+use crate::approval::ApprovalRules;
+use crate::clock::{rfc3339, Millis};
+use crate::directory::{Actor, Principal};
+use crate::error::{EngineError, Result};
+use crate::passwords;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Items per inbox page.
+pub const INBOX_PAGE_SIZE: usize = 50;
+
+/// A deadline closer than this is "soon".
+pub const DEADLINE_SOON_MS: Millis = 60 * 60 * 1000;
+
+/// How the inbox is ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InboxSort {
+    /// Newest first.
+    #[default]
+    Newest,
+    Oldest,
+    /// Soonest deadline first; interrupts without a deadline last.
+    Deadline,
+}
+
+impl InboxSort {
+    pub fn parse(s: &str) -> InboxSort {
+        match s {
+            "oldest" => InboxSort::Oldest,
+            "deadline" => InboxSort::Deadline,
+            _ => InboxSort::Newest,
+        }
+    }
+}
+
+/// Filters of the inbox (all optional).
+#[derive(Debug, Clone, Default)]
+pub struct InboxFilter {
+    pub kind: Option<String>,
+    pub workflow_id: Option<String>,
+    /// Only interrupts whose deadline has passed.
+    pub overdue: bool,
+    pub sort: InboxSort,
+    /// 1-based.
+    pub page: usize,
+}
+
+/// One row of the inbox.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxItem {
+    pub run_id: String,
+    pub node_id: String,
+    pub kind: String,
+    pub title: String,
+    pub workflow_id: String,
+    pub created_at: String,
+    pub age_ms: Millis,
+    pub deadline: Option<String>,
+    /// Milliseconds until the deadline (negative: passed).
+    pub deadline_in_ms: Option<Millis>,
+    /// `overdue`, `soon` (within an hour) or `ok`; `none` without a deadline.
+    pub deadline_state: String,
+    /// The ref that makes this person eligible (`group:finance`, …).
+    pub eligible_via: String,
+    /// Approvals: counted accepts and the number required.
+    pub accepts: Option<u32>,
+    pub required_approvals: Option<u32>,
+    /// This person's counted vote, if any (a new vote replaces it).
+    pub my_vote: Option<String>,
+}
+
+/// A page of the inbox.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxPage {
+    pub items: Vec<InboxItem>,
+    /// Matching interrupts this person may decide, over all pages.
+    pub total: usize,
+    pub page: usize,
+    pub pages: usize,
+    /// Workflows and kinds among everything this person may decide (for the filters).
+    pub workflows: Vec<String>,
+    pub kinds: Vec<String>,
+}
+
+/// A person who may still vote on a gate.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Voter {
+    pub id: String,
+    pub name: String,
+    pub eligible_via: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct PendingRow {
+    interrupt_id: String,
+    run_id: String,
+    node_id: String,
+    kind: String,
+    title: String,
+    workflow_id: String,
+    eligibility: String,
+    owner_subject: String,
+    created_at: Millis,
+    deadline_at: Option<Millis>,
+}
+
+/// Whether `principal` may decide an interrupt of `kind` with these stored rules.
+fn eligible(kind: &str, eligibility: &str, owner: &str, principal: &Principal) -> Result<String> {
+    if kind == "approval" {
+        let rules: ApprovalRules = serde_json::from_str(eligibility)
+            .map_err(|_| EngineError::Internal("approval rules unreadable".into()))?;
+        rules.eligibility(principal, owner)
+    } else {
+        // Other kinds: anyone of the run's tenant may answer (as over the API).
+        Ok(format!("tenant:{}", principal.tenant))
+    }
+}
+
+fn deadline_state(deadline: Option<Millis>, now: Millis) -> &'static str {
+    match deadline {
+        None => "none",
+        Some(d) if d <= now => "overdue",
+        Some(d) if d - now <= DEADLINE_SOON_MS => "soon",
+        Some(_) => "ok",
+    }
+}
+
+impl Engine {
+    /// `overdue`, `soon`, `ok` or `none` for an RFC 3339 deadline, as the inbox marks it.
+    pub fn deadline_state(&self, deadline: Option<&str>) -> &'static str {
+        let ms = deadline
+            .and_then(|d| chrono::DateTime::parse_from_rfc3339(d).ok())
+            .map(|d| d.timestamp_millis());
+        deadline_state(ms, self.now())
+    }
+
+    /// The pending interrupts of the principal's tenant that `principal` may
+    /// decide, filtered, sorted and cut into pages of [`INBOX_PAGE_SIZE`].
+    pub async fn pending_for(&self, principal: &Principal, filter: &InboxFilter) -> Result<InboxPage> {
+        let now = self.now();
+        let order = match filter.sort {
+            InboxSort::Newest => "created_at DESC, interrupt_id",
+            InboxSort::Oldest => "created_at ASC, interrupt_id",
+            InboxSort::Deadline => "deadline_at IS NULL, deadline_at ASC, created_at ASC",
+        };
+        let rows: Vec<PendingRow> = sqlx::query_as(&format!(
+            "SELECT interrupt_id, run_id, node_id, kind, title, workflow_id, eligibility, owner_subject, created_at, deadline_at \
+             FROM interrupts WHERE status = 'pending' AND run_id LIKE ? || '/%' ORDER BY {order}"
+        ))
+        .bind(&principal.tenant)
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        // Membership as it is now, the same entry the resolve path reads.
+        let principal = self
+            .principal(&principal.id)
+            .await?
+            .unwrap_or_else(|| principal.clone());
+        let mut workflows = Vec::new();
+        let mut kinds = Vec::new();
+        let mut matching = Vec::new();
+        for row in rows {
+            let Ok(via) = eligible(&row.kind, &row.eligibility, &row.owner_subject, &principal) else {
+                continue;
+            };
+            if !workflows.contains(&row.workflow_id) {
+                workflows.push(row.workflow_id.clone());
+            }
+            if !kinds.contains(&row.kind) {
+                kinds.push(row.kind.clone());
+            }
+            if filter.kind.as_ref().is_some_and(|k| *k != row.kind)
+                || filter.workflow_id.as_ref().is_some_and(|w| *w != row.workflow_id)
+                || (filter.overdue && !row.deadline_at.is_some_and(|d| d <= now))
+            {
+                continue;
+            }
+            matching.push((row, via));
+        }
+        workflows.sort();
+        kinds.sort();
+        let total = matching.len();
+        let pages = total.div_ceil(INBOX_PAGE_SIZE).max(1);
+        let page = filter.page.clamp(1, pages);
+        let slice: Vec<(PendingRow, String)> = matching
+            .into_iter()
+            .skip((page - 1) * INBOX_PAGE_SIZE)
+            .take(INBOX_PAGE_SIZE)
+            .collect();
+
+        // Votes of the page's approvals, in one query.
+        let approval_ids: Vec<&str> = slice
+            .iter()
+            .filter(|(r, _)| r.kind == "approval")
+            .map(|(r, _)| r.interrupt_id.as_str())
+            .collect();
+        let mut votes: HashMap<String, Vec<(String, String)>> = HashMap::new();
+        if !approval_ids.is_empty() {
+            let marks = vec!["?"; approval_ids.len()].join(", ");
+            let sql = format!(
+                "SELECT interrupt_id, principal, action FROM votes WHERE superseded = 0 AND action <> 'ask' AND interrupt_id IN ({marks})"
+            );
+            let mut q = sqlx::query_as::<_, (String, String, String)>(&sql);
+            for id in &approval_ids {
+                q = q.bind(*id);
+            }
+            for (iid, p, a) in q.fetch_all(&self.inner.store.read).await? {
+                votes.entry(iid).or_default().push((p, a));
+            }
+        }
+
+        let items = slice
+            .into_iter()
+            .map(|(row, via)| {
+                let (accepts, required, my_vote) = if row.kind == "approval" {
+                    let rules: Option<ApprovalRules> = serde_json::from_str(&row.eligibility).ok();
+                    let v = votes.get(&row.interrupt_id).cloned().unwrap_or_default();
+                    let accepts = v
+                        .iter()
+                        .filter(|(_, a)| a == "accept" || a == "edit-accept")
+                        .count() as u32;
+                    let mine = v.iter().find(|(p, _)| *p == principal.id).map(|(_, a)| a.clone());
+                    (Some(accepts), rules.map(|r| r.required_approvals), mine)
+                } else {
+                    (None, None, None)
+                };
+                InboxItem {
+                    deadline_state: deadline_state(row.deadline_at, now).to_string(),
+                    deadline: row.deadline_at.map(rfc3339),
+                    deadline_in_ms: row.deadline_at.map(|d| d - now),
+                    age_ms: (now - row.created_at).max(0),
+                    created_at: rfc3339(row.created_at),
+                    run_id: row.run_id,
+                    node_id: row.node_id,
+                    kind: row.kind,
+                    title: row.title,
+                    workflow_id: row.workflow_id,
+                    eligible_via: via,
+                    accepts,
+                    required_approvals: required,
+                    my_vote,
+                }
+            })
+            .collect();
+        Ok(InboxPage {
+            items,
+            total,
+            page,
+            pages,
+            workflows,
+            kinds,
+        })
+    }
+
+    /// Whether `actor` may decide the latest interrupt at `node_id`: the ref
+    /// that admits them, or the reason they may not.
+    pub async fn may_decide(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        actor: &Actor,
+    ) -> Result<std::result::Result<String, String>> {
+        let view = self.inspect_interrupt(run_id, node_id, actor).await?;
+        if view.status != "pending" {
+            return Ok(Err(format!("this interrupt is {}", view.status)));
+        }
+        let principal = self
+            .principal(&actor.principal.id)
+            .await?
+            .unwrap_or_else(|| actor.principal.clone());
+        let (eligibility, owner) = self.stored_rules(&view.interrupt_id).await?;
+        Ok(eligible(&view.kind, &eligibility, &owner, &principal).map_err(|e| e.to_string()))
+    }
+
+    /// The people of the run's tenant who may vote on a pending approval and
+    /// have no counted vote yet.
+    pub async fn may_still_vote(&self, run_id: &str, node_id: &str, actor: &Actor) -> Result<Vec<Voter>> {
+        let view = self.inspect_interrupt(run_id, node_id, actor).await?;
+        if view.status != "pending" || view.kind != "approval" {
+            return Ok(vec![]);
+        }
+        let (eligibility, owner) = self.stored_rules(&view.interrupt_id).await?;
+        let ids: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM principals WHERE tenant = ? ORDER BY name, id")
+                .bind(actor.tenant())
+                .fetch_all(&self.inner.store.read)
+                .await?;
+        let mut out = Vec::new();
+        for id in ids {
+            if view.votes.iter().any(|v| v.counted && v.principal == id) {
+                continue;
+            }
+            let Some(p) = self.principal(&id).await? else {
+                continue;
+            };
+            if let Ok(via) = eligible(&view.kind, &eligibility, &owner, &p) {
+                out.push(Voter {
+                    id: p.id,
+                    name: p.name,
+                    eligible_via: via,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    async fn stored_rules(&self, interrupt_id: &str) -> Result<(String, String)> {
+        sqlx::query_as("SELECT eligibility, owner_subject FROM interrupts WHERE interrupt_id = ?")
+            .bind(interrupt_id)
+            .fetch_optional(&self.inner.store.read)
+            .await?
+            .ok_or_else(|| EngineError::NotFound("no such interrupt".into()))
+    }
+
+    // ----- console sign-in ------------------------------------------------------------
+
+    /// Sets (or with `None` clears) a principal's console password hash, an
+    /// argon2 PHC string (see [`crate::passwords::hash`]).
+    pub async fn set_password_hash(&self, principal_id: &str, phc: Option<&str>) -> Result<()> {
+        if let Some(phc) = phc {
+            passwords::check_phc(phc)?;
+        }
+        let (id, phc) = (principal_id.to_string(), phc.map(str::to_string));
+        let changed = self
+            .inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    let r = sqlx::query("UPDATE principals SET password_hash = ? WHERE id = ?")
+                        .bind(&phc)
+                        .bind(&id)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(r.rows_affected())
+                })
+            })
+            .await?;
+        if changed == 0 {
+            return Err(EngineError::validation(
+                "principal",
+                format!("unknown principal \"{principal_id}\""),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks a console sign-in; the principal when the password matches.
+    /// Unknown names cost as much time as wrong passwords.
+    pub async fn verify_password(&self, principal_id: &str, password: &str) -> Result<Option<Principal>> {
+        let phc: Option<Option<String>> =
+            sqlx::query_scalar("SELECT password_hash FROM principals WHERE id = ?")
+                .bind(principal_id)
+                .fetch_optional(&self.inner.store.read)
+                .await?;
+        let known = phc.as_ref().is_some_and(|p| p.is_some());
+        let phc = phc.flatten().unwrap_or_else(|| passwords::decoy().to_string());
+        let password = password.to_string();
+        let ok = tokio::task::spawn_blocking(move || passwords::verify(&phc, &password))
+            .await
+            .map_err(|e| EngineError::Internal(format!("password check: {e}")))?;
+        if !(ok && known) {
+            return Ok(None);
+        }
+        self.principal(principal_id).await
+    }
+}
