@@ -578,4 +578,51 @@ mod tests {
         ));
         assert!(open.eligibility(&person("other", &[], &[]), "own").is_ok());
     }
+
+    /// policy × action × quorum: what one more vote by a fresh principal does
+    /// after one earlier accept.
+    #[test]
+    fn decision_table() {
+        use RejectionPolicy::*;
+        let all = ["accept", "reject", "refine", "edit-accept"];
+        // (policy, required, action, expected)
+        let cases: &[(RejectionPolicy, u32, &str, &str)] = &[
+            (SingleVeto, 1, "accept", "granted"),
+            (SingleVeto, 1, "edit-accept", "granted"),
+            (SingleVeto, 1, "reject", "rejected"),
+            (SingleVeto, 1, "refine", "resolved"),
+            (SingleVeto, 3, "accept", "pending"),
+            (SingleVeto, 3, "reject", "rejected"),
+            (SingleVeto, 3, "refine", "resolved"),
+            (SingleVeto, 2, "accept", "granted"),
+            (Majority, 1, "reject", "rejected"),
+            (Majority, 3, "reject", "pending"),
+            (Majority, 3, "accept", "pending"),
+            (Majority, 2, "accept", "granted"),
+            (Majority, 2, "reject", "pending"),
+            (Majority, 3, "refine", "resolved"),
+        ];
+        for &(policy, required, action, expected) in cases {
+            let r = ApprovalRules {
+                actions: all.iter().map(|s| s.to_string()).collect(),
+                required_approvals: required,
+                rejection_policy: policy,
+                ..rules(json!({"actions": ["accept"]}))
+            };
+            // An earlier accept by someone else, except for the single-vote cases.
+            let mut ballots = if required > 1 {
+                vec![b("first", "accept")]
+            } else {
+                vec![]
+            };
+            ballots.push(b("second", action));
+            let got = match tally(&r, &ballots) {
+                Verdict::Pending { .. } => "pending",
+                Verdict::Granted { .. } => "granted",
+                Verdict::Rejected { .. } => "rejected",
+                Verdict::Resolved { .. } => "resolved",
+            };
+            assert_eq!(got, expected, "{policy:?} required={required} action={action}");
+        }
+    }
 }

@@ -985,3 +985,73 @@ async fn tokens_die_with_their_interrupt_and_run() {
     assert!(new.starts_with("ow2.hs256.k2."));
     assert!(f.engine.inspect_by_token(&old).await.is_ok());
 }
+
+/// Every trigger rule against every source outcome: completed (gate accepted),
+/// failed (gate rejected) and skipped (a node bypassed on the accept path).
+#[tokio::test]
+async fn trigger_rule_decision_table() {
+    let f = fixture().await;
+    // (rule, fires after completed, fires after failed, fires after skipped)
+    let table = [
+        ("all_success", true, false, false),
+        ("any_success", true, false, false),
+        ("all_complete", true, true, true),
+        ("none_failed", true, false, true),
+        ("any_failed", false, true, false),
+    ];
+    for (rule, on_completed, on_failed, on_skipped) in table {
+        let direct = format!("direct-{rule}");
+        register(
+            &f.engine,
+            json!({"id": direct, "nodes": [
+            gate("g", json!({"title": "T", "actions": ["accept", "reject"]})),
+            {"id": "t", "typeId": "core.noop"}
+        ], "edges": [{"sourceNodeId": "g", "targetNodeId": "t", "triggerRule": rule}]}),
+        )
+        .await;
+        let via_skip = format!("skip-{rule}");
+        register(
+            &f.engine,
+            json!({"id": via_skip, "nodes": [
+                gate("g", json!({"title": "T", "actions": ["accept", "reject"]})),
+                {"id": "m", "typeId": "core.noop"},
+                {"id": "t", "typeId": "core.noop"}
+            ], "edges": [
+                {"sourceNodeId": "g", "targetNodeId": "m", "triggerRule": "any_failed"},
+                {"sourceNodeId": "m", "targetNodeId": "t", "triggerRule": rule}
+            ]}),
+        )
+        .await;
+        for (wf, action, fires) in [
+            (&direct, "accept", on_completed),
+            (&direct, "reject", on_failed),
+            (&via_skip, "accept", on_skipped),
+        ] {
+            let run = start(&f.engine, wf, json!({})).await;
+            resolve(&f.engine, &run, "g", "ann", json!({"action": action}))
+                .await
+                .unwrap();
+            let evs = events(&f.engine, &run).await;
+            let t_completed = evs
+                .iter()
+                .any(|e| e.event_type == "node.completed" && e.node_id.as_deref() == Some("t"));
+            let t_skipped = evs
+                .iter()
+                .any(|e| e.event_type == "node.skipped" && e.node_id.as_deref() == Some("t"));
+            assert_eq!(t_completed, fires, "{rule} after {action} ({wf})");
+            let s = snapshot(&f.engine, &run).await;
+            if fires {
+                assert_eq!(s["status"], "completed", "{rule} {action}");
+            } else if action == "reject" {
+                // A rejected gate with no edge admitting failure fails the run.
+                assert_eq!(s["status"], "failed", "{rule} {action}");
+                assert_eq!(s["error"]["code"], "approval_rejected");
+                assert!(!t_skipped);
+            } else {
+                assert!(t_skipped, "{rule} after {action}: t must be skipped");
+                assert_eq!(s["status"], "completed");
+            }
+            assert_projection_matches_log(&f.engine, &run).await;
+        }
+    }
+}
