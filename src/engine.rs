@@ -25,6 +25,7 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
 
 pub mod inbox;
+pub mod outbox;
 
 pub struct EngineOptions {
     pub database_url: String,

@@ -14,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod ids;
 pub mod interrupt;
+pub mod notify;
 pub mod passwords;
 pub mod projection;
 mod runtime;

@@ -517,6 +517,8 @@ impl<'a> Exec<'a> {
             .text(owner_subject)
             .int(self.now)
             .opt_int(deadline);
+        self.queue_notifications(spec, &data, &interrupt_id, node_id, "requested")
+            .await?;
         self.emit("interrupt.requested", Some(node_id), payload).await?;
         self.emit(
             "node.suspended",
@@ -641,6 +643,41 @@ impl<'a> Exec<'a> {
         } else if all_delivered {
             self.state_mut(target).pending_in.clear();
             self.skip(target, "trigger rule not satisfied").await?;
+        }
+        Ok(())
+    }
+
+    /// Queues an email for each person to notify (audience, or the eligibility
+    /// refs), in the same transaction as the interrupt.
+    async fn queue_notifications(
+        &mut self,
+        spec: &crate::definition::InterruptSpec,
+        data: &Value,
+        interrupt_id: &str,
+        node_id: &str,
+        reason: &str,
+    ) -> Result<()> {
+        let audience = data.get("audience");
+        let has_refs = spec.approval.as_ref().is_some_and(|r| {
+            !(r.approvers_list.is_empty()
+                && r.approver_group_refs.is_empty()
+                && r.approver_role_refs.is_empty())
+        });
+        if !has_refs && audience.is_none() {
+            return Ok(());
+        }
+        let directory = load_directory(self.conn, &self.run.tenant).await?;
+        for p in crate::notify::recipients(spec.approval.as_ref(), audience, &directory) {
+            self.writes
+                .sql("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', ?, ?, ?, ?, ?, ?, 'pending', ?, ?)")
+                .text(reason)
+                .text(&self.run.run_id)
+                .text(node_id)
+                .text(interrupt_id)
+                .text(&p.id)
+                .opt_text(p.email.clone())
+                .int(self.now)
+                .int(self.now);
         }
         Ok(())
     }
@@ -1124,6 +1161,28 @@ pub(crate) fn decide(
         failure,
         writes: Batch::default(),
     })
+}
+
+/// The tenant's principals that have an email address.
+pub(crate) async fn load_directory(conn: &mut SqliteConnection, tenant: &str) -> Result<Vec<Principal>> {
+    let rows: Vec<(String, String, Option<String>, String, String, i64)> = sqlx::query_as(
+        "SELECT id, name, email, groups, roles, is_override FROM principals WHERE tenant = ? AND email IS NOT NULL AND email <> '' ORDER BY id",
+    )
+    .bind(tenant)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, name, email, groups, roles, o)| Principal {
+            id,
+            tenant: tenant.to_string(),
+            name,
+            email,
+            groups: serde_json::from_str(&groups).unwrap_or_default(),
+            roles: serde_json::from_str(&roles).unwrap_or_default(),
+            is_override: o != 0,
+        })
+        .collect())
 }
 
 /// Node states from `load_run_for_update`'s JSON column.

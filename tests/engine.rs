@@ -1055,3 +1055,60 @@ async fn trigger_rule_decision_table() {
         }
     }
 }
+
+#[tokio::test]
+async fn raising_an_interrupt_queues_mail_for_eligible_people_in_the_same_step() {
+    let f = fixture().await;
+    for (id, email, groups) in [
+        ("fin1", Some("fin1@example.com"), vec!["finance"]),
+        ("fin2", None, vec!["finance"]),
+        ("ops1", Some("ops@example.com"), vec!["ops"]),
+    ] {
+        f.engine
+            .upsert_principal(Principal {
+                id: id.into(),
+                tenant: "acme".into(),
+                name: id.into(),
+                email: email.map(String::from),
+                groups: groups.into_iter().map(String::from).collect(),
+                roles: vec![],
+                is_override: false,
+            })
+            .await
+            .unwrap();
+    }
+    register(&f.engine, json!({"id": "mail", "nodes": [gate("gate", json!({"title": "M", "actions": ["accept"], "approverGroupRefs": ["finance"], "timeoutMs": 60_000}))]})).await;
+    let run = start(&f.engine, "mail", json!({})).await;
+    let due = f.engine.outbox_due(10).await.unwrap();
+    assert_eq!(due.len(), 1, "only finance people with an address");
+    assert_eq!(due[0].recipient, "fin1");
+    assert_eq!(due[0].run_id, run);
+    f.engine
+        .outbox_failed(due[0].id, "smtp down".into())
+        .await
+        .unwrap();
+    assert!(
+        f.engine.outbox_due(10).await.unwrap().is_empty(),
+        "retried later, not now"
+    );
+    f.clock.advance(tollgate::engine::outbox::backoff_ms(1));
+    let again = f.engine.outbox_due(10).await.unwrap();
+    assert_eq!(again[0].attempts, 1);
+    f.engine
+        .outbox_delivered(again[0].id, "dev-outbox", "hello".into())
+        .await
+        .unwrap();
+    assert_eq!(f.engine.outbox_backlog().await.unwrap(), 0);
+
+    // A reminder goes out once, a configurable time before the deadline, to those who have not voted.
+    assert_eq!(f.engine.queue_reminders(30_000).await.unwrap(), 0);
+    f.clock.advance(30_000);
+    assert_eq!(f.engine.queue_reminders(30_000).await.unwrap(), 1);
+    assert_eq!(f.engine.queue_reminders(30_000).await.unwrap(), 0);
+    let reminder = f.engine.outbox_due(10).await.unwrap();
+    assert_eq!(reminder[0].reason, "reminder");
+
+    // Without eligibility refs or audience nobody is mailed.
+    start(&f.engine, "conformance-approval", json!({})).await;
+    assert_eq!(f.engine.outbox_backlog().await.unwrap(), 1);
+}

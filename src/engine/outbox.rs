@@ -1,0 +1,221 @@
+//! The outbox: messages written with the interrupt that causes them and
+//! delivered afterwards, with retries and recorded delivery state.
+
+use super::Engine;
+use crate::clock::{rfc3339, Millis};
+use crate::error::{EngineError, Result};
+use serde::{Deserialize, Serialize};
+
+/// Attempts before a message is given up.
+pub const MAX_ATTEMPTS: i64 = 8;
+
+/// One message to deliver.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct OutboxItem {
+    pub id: i64,
+    pub kind: String,
+    pub reason: String,
+    pub run_id: String,
+    pub node_id: String,
+    pub interrupt_id: String,
+    pub recipient: String,
+    pub address: String,
+    pub status: String,
+    pub attempts: i64,
+    pub next_attempt_at: Millis,
+    pub last_error: Option<String>,
+    pub message: Option<String>,
+    pub delivered_via: Option<String>,
+    pub created_at: Millis,
+    pub sent_at: Option<Millis>,
+}
+
+impl OutboxItem {
+    pub fn created(&self) -> String {
+        rfc3339(self.created_at)
+    }
+}
+
+const COLUMNS: &str =
+    "id, kind, reason, run_id, node_id, interrupt_id, recipient, address, status, attempts, \
+                       next_attempt_at, last_error, message, delivered_via, created_at, sent_at";
+
+/// Backoff after `attempts` failures: 5 s, 10 s, 20 s, … capped at one hour.
+pub fn backoff_ms(attempts: i64) -> Millis {
+    (5_000_i64 << attempts.clamp(0, 10)).min(3_600_000)
+}
+
+impl Engine {
+    /// Messages due for delivery, oldest first.
+    pub async fn outbox_due(&self, limit: i64) -> Result<Vec<OutboxItem>> {
+        Ok(sqlx::query_as::<_, OutboxItem>(&format!(
+            "SELECT {COLUMNS} FROM outbox WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?"
+        ))
+        .bind(self.now())
+        .bind(limit)
+        .fetch_all(&self.inner.store.read)
+        .await?)
+    }
+
+    /// The latest messages, newest first (the admin's view of the outbox).
+    pub async fn outbox_recent(&self, limit: i64) -> Result<Vec<OutboxItem>> {
+        Ok(
+            sqlx::query_as::<_, OutboxItem>(&format!(
+                "SELECT {COLUMNS} FROM outbox ORDER BY id DESC LIMIT ?"
+            ))
+            .bind(limit.clamp(1, 1000))
+            .fetch_all(&self.inner.store.read)
+            .await?,
+        )
+    }
+
+    /// Messages not yet delivered.
+    pub async fn outbox_backlog(&self) -> Result<i64> {
+        Ok(
+            sqlx::query_scalar("SELECT COUNT(*) FROM outbox WHERE status = 'pending'")
+                .fetch_one(&self.inner.store.read)
+                .await?,
+        )
+    }
+
+    /// Records a delivery.
+    pub async fn outbox_delivered(&self, id: i64, via: &str, message: String) -> Result<()> {
+        let (via, now) = (via.to_string(), self.now());
+        self.inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query("UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_at = ?, delivered_via = ?, message = ?, last_error = NULL WHERE id = ?")
+                        .bind(now)
+                        .bind(&via)
+                        .bind(&message)
+                        .bind(id)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// Records a failed attempt; retried with backoff until `MAX_ATTEMPTS`.
+    pub async fn outbox_failed(&self, id: i64, error: String) -> Result<()> {
+        let now = self.now();
+        self.inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    let attempts: i64 = sqlx::query_scalar("SELECT attempts FROM outbox WHERE id = ?")
+                        .bind(id)
+                        .fetch_optional(&mut *conn)
+                        .await?
+                        .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))?;
+                    let attempts = attempts + 1;
+                    let status = if attempts >= MAX_ATTEMPTS { "failed" } else { "pending" };
+                    sqlx::query("UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?")
+                        .bind(status)
+                        .bind(attempts)
+                        .bind(now + backoff_ms(attempts))
+                        .bind(&error)
+                        .bind(id)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// Drops a message whose interrupt is no longer open (nothing to decide any more).
+    pub async fn outbox_drop(&self, id: i64, why: String) -> Result<()> {
+        self.inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query("UPDATE outbox SET status = 'dropped', last_error = ? WHERE id = ?")
+                        .bind(&why)
+                        .bind(id)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// Puts a failed message back in the queue (admin retry).
+    pub async fn outbox_retry(&self, id: i64) -> Result<()> {
+        let now = self.now();
+        self.inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    let n = sqlx::query("UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = ? WHERE id = ? AND status IN ('failed', 'dropped')")
+                        .bind(now)
+                        .bind(id)
+                        .execute(&mut *conn)
+                        .await?
+                        .rows_affected();
+                    if n == 0 {
+                        return Err(EngineError::NotFound(format!("no failed outbox message {id}")));
+                    }
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// Queues a reminder for the people who have not voted on interrupts whose
+    /// deadline is within `before_ms`; each interrupt is reminded once.
+    pub async fn queue_reminders(&self, before_ms: Millis) -> Result<usize> {
+        let now = self.now();
+        let due: Vec<(String, String, String, String, Option<String>)> = sqlx::query_as(
+            "SELECT i.interrupt_id, i.run_id, i.node_id, i.eligibility, json_extract(i.payload, '$.data.audience') FROM interrupts i \
+             WHERE i.status = 'pending' AND i.reminded_at IS NULL AND i.deadline_at IS NOT NULL AND i.deadline_at - ? <= ? LIMIT 100",
+        )
+        .bind(before_ms)
+        .bind(now)
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        let mut queued = 0;
+        for (interrupt_id, run_id, node_id, eligibility, audience) in due {
+            let rules: Option<crate::approval::ApprovalRules> = serde_json::from_str(&eligibility).ok();
+            let audience: Option<serde_json::Value> = audience.and_then(|a| serde_json::from_str(&a).ok());
+            let tenant = crate::ids::tenant_of(&run_id).to_string();
+            let count = self
+                .inner
+                .store
+                .write(move |conn| {
+                    Box::pin(async move {
+                        let directory = crate::runtime::load_directory(conn, &tenant).await?;
+                        let voted: Vec<String> =
+                            sqlx::query_scalar("SELECT DISTINCT principal FROM votes WHERE interrupt_id = ?")
+                                .bind(&interrupt_id)
+                                .fetch_all(&mut *conn)
+                                .await?;
+                        let mut n = 0;
+                        for p in crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory) {
+                            if voted.contains(&p.id) {
+                                continue;
+                            }
+                            sqlx::query("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'reminder', ?, ?, ?, ?, ?, 'pending', ?, ?)")
+                                .bind(&run_id).bind(&node_id).bind(&interrupt_id).bind(&p.id).bind(&p.email).bind(now).bind(now)
+                                .execute(&mut *conn)
+                                .await?;
+                            n += 1;
+                        }
+                        sqlx::query("UPDATE interrupts SET reminded_at = ? WHERE interrupt_id = ?")
+                            .bind(now)
+                            .bind(&interrupt_id)
+                            .execute(&mut *conn)
+                            .await?;
+                        Ok(n)
+                    })
+                })
+                .await?;
+            queued += count;
+        }
+        Ok(queued)
+    }
+}
