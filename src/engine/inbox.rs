@@ -179,7 +179,7 @@ impl Engine {
             }
             if filter.kind.as_ref().is_some_and(|k| *k != row.kind)
                 || filter.workflow_id.as_ref().is_some_and(|w| *w != row.workflow_id)
-                || (filter.overdue && !row.deadline_at.is_some_and(|d| d <= now))
+                || (filter.overdue && row.deadline_at.is_none_or(|d| d > now))
             {
                 continue;
             }
