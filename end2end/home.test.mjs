@@ -1,13 +1,14 @@
-// The console shell: server-rendered, hydrates, and reaches SQLite through a server function.
+// The inbox at `/`: server-rendered, hydrates, and its Refresh reaches SQLite through a server function.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, api, waitForHydration } from './support.mjs';
+import { join } from 'node:path';
+import { startServer, launchBrowser, api, waitForHydration, PEOPLE, signIn, ROOT } from './support.mjs';
 
 let server;
 let browser;
 
 before(async () => {
-  server = await startServer();
+  server = await startServer(PEOPLE, { workflowDirs: [join(ROOT, 'demo/workflows')] });
   browser = await launchBrowser();
 });
 
@@ -16,28 +17,30 @@ after(async () => {
   await server?.stop();
 });
 
-test('the home page is rendered on the server', async () => {
-  const res = await fetch(server.url + '/');
-  assert.equal(res.status, 200);
-  const html = await res.text();
-  assert.match(html, /<h1[^>]*>Tollgate<\/h1>/);
-  // The overview was read from the database while rendering.
-  assert.match(html, /id="overview-workflows"[^>]*>\s*8\s*</);
+test('visitors who are not signed in get the sign-in page', async () => {
+  const res = await fetch(server.url + '/', { redirect: 'manual' });
+  assert.equal(res.status, 303);
+  assert.match(res.headers.get('location'), /^\/signin\?next=/);
+  const html = await (await fetch(server.url + '/signin')).text();
+  assert.match(html, /<h1[^>]*>Sign in<\/h1>/);
 });
 
-test('the page hydrates and the server function reads fresh data', async () => {
-  const page = await browser.newPage();
-  await page.goto(server.url + '/');
+test('the inbox is rendered on the server, hydrates, and refreshes through a server function', async () => {
+  const ctx = await launchBrowser();
+  const page = await ctx.newPage();
+  await signIn(page, server.url, 'ada');
   await waitForHydration(page);
-  assert.equal(await page.textContent('#overview-runs'), '0');
+  assert.match(await page.textContent('#inbox-count'), /^0 waiting/);
   // A run created behind the page's back shows up only through the server function.
-  const created = await api(server.url, 'POST', '/runs', { workflowId: 'conformance-approval' });
+  const created = await api(server.url, 'POST', '/runs', {
+    workflowId: 'expense-approval',
+    inputs: { amount: 12, currency: 'EUR', purpose: 'Pens', submittedBy: 'x@example.com' },
+  });
   assert.equal(created.status, 201);
-  await page.click('#refresh-overview');
-  await page.waitForFunction(() => document.querySelector('#overview-runs')?.textContent === '1');
-  assert.equal(await page.textContent('#overview-pending'), '1');
-  assert.equal(await page.textContent('#refresh-count'), 'Refreshed 1 times');
-  await page.close();
+  await page.click('#refresh-inbox');
+  await page.waitForFunction(() => /^1 waiting/.test(document.querySelector('#inbox-count')?.textContent ?? ''));
+  assert.equal(await page.textContent('#inbox tbody tr td:last-child'), '0 of 2');
+  await ctx.close();
 });
 
 test('healthz answers', async () => {

@@ -12,7 +12,7 @@ const BIN = process.env.TOLLGATE_BIN ?? join(ROOT, 'target/debug/tollgate');
 export const ADMIN_KEY = 'e2e-admin-key-0123456789';
 
 /** Starts a server with a fresh database; resolves to { url, stop }. */
-export async function startServer(extraToml = '') {
+export async function startServer(extraToml = '', { workflowDirs = [] } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-e2e-'));
   const config = join(dir, 'tollgate.toml');
   writeFileSync(config, `
@@ -25,7 +25,7 @@ timer_interval_ms = 50
 url = "sqlite://${join(dir, 'e2e.db')}"
 
 [workflows]
-dirs = ["${join(ROOT, 'workflows/conformance')}"]
+dirs = [${[join(ROOT, 'workflows/conformance'), ...workflowDirs].map((d) => JSON.stringify(d)).join(', ')}]
 
 [[principals]]
 id = "admin"
@@ -85,4 +85,52 @@ export async function api(base, method, path, body) {
 
 export async function waitForHydration(page) {
   await page.waitForSelector('[data-hydrated="true"]', { state: 'attached', timeout: 30000 });
+}
+
+/** argon2 PHC strings of the e2e people's passwords (`<id>-pass`), made with `tollgate hash-password`. */
+export const PEOPLE = `
+[[principals]]
+id = "ada"
+name = "Ada Lovelace"
+groups = ["finance"]
+password_hash = "$argon2id$v=19$m=19456,t=2,p=1$PZW5Ij8VWtYmVEDXYu8Rzw$n9whw1eFTI96i/mE4iCeS5Ax97rG4kVWOnbqUHpCya8"
+
+[[principals]]
+id = "grace"
+name = "Grace Hopper"
+groups = ["finance"]
+password_hash = "$argon2id$v=19$m=19456,t=2,p=1$dqsYo6XzHP9qis/Mdc84ug$WJRGTNwWSpJdzMZrC09ZEO2aItjhOwyyFEaeV9po558"
+
+[[principals]]
+id = "linus"
+name = "Linus Pauling"
+groups = ["procurement"]
+password_hash = "$argon2id$v=19$m=19456,t=2,p=1$/87WVExOlNgsj6ua59L2Xw$9Zpllic/3dUwcHTFBRJ/JymKKfPKT4G3SN1HTKFMd88"
+
+[[api_keys]]
+key = "e2e-grace-key-0123456789"
+principal = "grace"
+scopes = ["runs:read", "approvals:respond"]
+
+[[token_keys]]
+kid = "e2e-1"
+secret = "e2e-token-secret-0123456789-0123456789"
+`;
+// Their passwords (the hashes above are of these).
+export const PASSWORDS = { ada: 'ada-demo-pass', grace: 'grace-demo-pass', linus: 'linus-demo-pass' };
+
+/** Signs in through the form; leaves the page on the inbox. */
+export async function signIn(page, base, user) {
+  await page.goto(base + '/signin');
+  await page.fill('#signin-user', user);
+  await page.fill('#signin-password', PASSWORDS[user]);
+  await Promise.all([page.waitForNavigation(), page.click('#signin-submit')]);
+}
+
+/** Runs axe-core on the page; returns serious and critical violations. */
+export async function axe(page) {
+  await page.addScriptTag({ path: join(ROOT, 'node_modules/axe-core/axe.min.js') });
+  const result = await page.evaluate(async () => await window.axe.run(document));
+  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }

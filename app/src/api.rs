@@ -1,26 +1,370 @@
-//! Server functions: the console's only way to reach the engine.
+//! Server functions: the console's only way to reach the engine. Plain serde
+//! types cross the wire; the engine is only linked under `ssr`.
 
+use crate::form::FormValues;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
 
-/// Counts shown on the home page; read from the database on every call.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Overview {
-    pub workflows: i64,
-    pub runs: i64,
-    pub pending_interrupts: i64,
+/// The signed-in person.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Me {
+    pub id: String,
+    pub name: String,
+}
+
+/// Query parameters of the inbox (`?kind=&workflow=&overdue=1&sort=&page=`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InboxQuery {
+    pub kind: Option<String>,
+    pub workflow: Option<String>,
+    pub overdue: bool,
+    pub sort: Option<String>,
+    pub page: Option<usize>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InboxRow {
+    pub href: String,
+    pub run_id: String,
+    pub node_id: String,
+    pub kind: String,
+    pub title: String,
+    pub workflow_id: String,
+    pub created_at: String,
+    pub age_ms: i64,
+    pub deadline: Option<String>,
+    pub deadline_in_ms: Option<i64>,
+    pub deadline_state: String,
+    pub accepts: Option<u32>,
+    pub required_approvals: Option<u32>,
+    pub my_vote: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InboxData {
+    pub me: Me,
+    pub rows: Vec<InboxRow>,
+    pub total: usize,
+    pub page: usize,
+    pub pages: usize,
+    pub workflows: Vec<String>,
+    pub kinds: Vec<String>,
+}
+
+/// What a post left behind: the person's input and the errors beside it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PostedForm {
+    pub values: FormValues,
+    pub errors: HashMap<String, String>,
+    /// A message for the whole form (a refusal, a conflict).
+    pub message: Option<String>,
+    /// The decision was recorded.
+    pub done: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VoteRow {
+    pub principal: String,
+    pub action: String,
+    pub decided_at: String,
+    pub counted: bool,
+}
+
+/// Everything the interrupt page and the token page draw.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InterruptData {
+    pub me: Option<Me>,
+    pub run_id: String,
+    pub node_id: String,
+    pub kind: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub status: String,
+    pub workflow_id: String,
+    pub created_at: String,
+    pub deadline: Option<String>,
+    pub deadline_state: String,
+    pub request: Value,
+    pub request_schema: Value,
+    pub resume_schema: Value,
+    /// Approval actions (drawn as buttons).
+    pub actions: Vec<String>,
+    pub votes: Vec<VoteRow>,
+    pub accepts: Option<u32>,
+    pub rejects: Option<u32>,
+    pub required_approvals: Option<u32>,
+    /// Names of the people who may still vote (approvals).
+    pub still_to_vote: Vec<String>,
+    /// Whether this person may decide, and if not, why.
+    pub may_decide: bool,
+    pub why_not: Option<String>,
+    /// Where the form posts.
+    pub action_url: String,
+    pub posted: Option<PostedForm>,
+}
+
+/// A token link that cannot be used, explained for a person.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkProblem {
+    pub status: u16,
+    pub title: String,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TokenData {
+    Open(Box<InterruptData>),
+    Problem(LinkProblem),
+}
+
+#[cfg(feature = "ssr")]
+pub use server_side::*;
+
+#[cfg(feature = "ssr")]
+mod server_side {
+    use super::*;
+    use tollgate::{Actor, Lane, Principal};
+
+    /// Put into request extensions by the server's session layer.
+    #[derive(Clone, Debug)]
+    pub struct SignedIn(pub Principal);
+
+    /// Provided as context when a page is drawn again after a post.
+    #[derive(Clone, Debug)]
+    pub struct Posted(pub PostedForm);
+
+    pub fn signed_in() -> Option<Principal> {
+        use_context::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<SignedIn>().map(|s| s.0.clone()))
+    }
+
+    pub fn require_actor() -> Result<Actor, ServerFnError> {
+        let principal = signed_in().ok_or_else(|| ServerFnError::new("please sign in"))?;
+        Ok(Actor {
+            principal,
+            lane: Lane::Session,
+        })
+    }
+
+    pub fn me_of(p: &Principal) -> Me {
+        Me {
+            id: p.id.clone(),
+            name: p.name.clone(),
+        }
+    }
+
+    /// The approval actions of a gate: the `action` enum of its resume schema.
+    pub fn actions_of(view: &tollgate::InterruptView) -> Vec<String> {
+        if view.kind != "approval" {
+            return vec![];
+        }
+        let from_schema = view.resume_schema["properties"]["action"]["enum"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        if !from_schema.is_empty() {
+            return from_schema;
+        }
+        view.payload["data"]["actions"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_else(|| vec!["accept".into(), "reject".into()])
+    }
+
+    /// The page data for one interrupt as `actor` sees it.
+    pub async fn interrupt_data(
+        engine: &tollgate::Engine,
+        view: tollgate::InterruptView,
+        actor: &Actor,
+        action_url: String,
+        me: Option<Me>,
+    ) -> Result<InterruptData, tollgate::EngineError> {
+        let may = engine.may_decide(&view.run_id, &view.node_id, actor).await?;
+        let still = engine.may_still_vote(&view.run_id, &view.node_id, actor).await?;
+        let q = view.quorum.clone().unwrap_or(Value::Null);
+        let as_u32 = |v: &Value| v.as_u64().map(|n| n as u32);
+        Ok(InterruptData {
+            me,
+            actions: actions_of(&view),
+            deadline_state: engine.deadline_state(view.deadline.as_deref()).to_string(),
+            description: view.payload["description"]
+                .as_str()
+                .or_else(|| view.payload["data"]["description"].as_str())
+                .map(str::to_string),
+            run_id: view.run_id,
+            node_id: view.node_id,
+            kind: view.kind,
+            title: view.title,
+            status: view.status,
+            workflow_id: view.workflow_id,
+            created_at: view.created_at,
+            deadline: view.deadline,
+            request: view.request,
+            request_schema: view.request_schema,
+            resume_schema: view.resume_schema,
+            votes: view
+                .votes
+                .into_iter()
+                .map(|v| VoteRow {
+                    principal: v.principal,
+                    action: v.action,
+                    decided_at: v.decided_at,
+                    counted: v.counted,
+                })
+                .collect(),
+            accepts: as_u32(&q["accepts"]),
+            rejects: as_u32(&q["rejects"]),
+            required_approvals: as_u32(&q["requiredApprovals"]),
+            still_to_vote: still.into_iter().map(|v| v.name).collect(),
+            may_decide: may.is_ok(),
+            why_not: may.err(),
+            action_url,
+            posted: use_context::<Posted>().map(|p| p.0),
+        })
+    }
+
+    /// A person-readable page for an unusable token link.
+    pub fn link_problem(e: &tollgate::EngineError) -> LinkProblem {
+        let (title, message) = match e.http_status() {
+            410 => (
+                "This link has expired",
+                "Links in notifications only work for a limited time. Sign in to the console to see the request.".to_string(),
+            ),
+            409 => (
+                "This request is already decided",
+                format!("Nothing more to do here: {e}."),
+            ),
+            401 => (
+                "This link is not valid",
+                "The link may be incomplete or changed. Copy the whole link from the message, or sign in to the console.".to_string(),
+            ),
+            403 => ("This link cannot decide", e.to_string()),
+            404 => ("Nothing found", "The request this link points at does not exist.".to_string()),
+            _ => ("Something went wrong", e.to_string()),
+        };
+        LinkProblem {
+            status: e.http_status(),
+            title: title.into(),
+            message,
+        }
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn to_err(e: impl std::fmt::Display) -> ServerFnError {
+    ServerFnError::new(e.to_string())
 }
 
 #[server]
-pub async fn load_overview() -> Result<Overview, ServerFnError> {
+pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
+    use tollgate::engine::inbox::{InboxFilter, InboxSort};
     let engine = expect_context::<tollgate::Engine>();
-    let stats = engine
-        .overview()
+    let actor = require_actor()?;
+    let filter = InboxFilter {
+        kind: query.kind.filter(|s| !s.is_empty()),
+        workflow_id: query.workflow.filter(|s| !s.is_empty()),
+        overdue: query.overdue,
+        sort: InboxSort::parse(query.sort.as_deref().unwrap_or("")),
+        page: query.page.unwrap_or(1),
+    };
+    let page = engine
+        .pending_for(&actor.principal, &filter)
         .await
-        .map_err(|e| ServerFnError::new(e.to_string()))?;
-    Ok(Overview {
-        workflows: stats.workflows,
-        runs: stats.runs,
-        pending_interrupts: stats.pending_interrupts,
+        .map_err(to_err)?;
+    Ok(InboxData {
+        me: me_of(&actor.principal),
+        rows: page
+            .items
+            .into_iter()
+            .map(|i| InboxRow {
+                href: format!(
+                    "/runs/{}/interrupts/{}",
+                    tollgate::ids::encode_path_id(&i.run_id),
+                    i.node_id
+                ),
+                run_id: i.run_id,
+                node_id: i.node_id,
+                kind: i.kind,
+                title: i.title,
+                workflow_id: i.workflow_id,
+                created_at: i.created_at,
+                age_ms: i.age_ms,
+                deadline: i.deadline,
+                deadline_in_ms: i.deadline_in_ms,
+                deadline_state: i.deadline_state,
+                accepts: i.accepts,
+                required_approvals: i.required_approvals,
+                my_vote: i.my_vote,
+            })
+            .collect(),
+        total: page.total,
+        page: page.page,
+        pages: page.pages,
+        workflows: page.workflows,
+        kinds: page.kinds,
     })
+}
+
+#[server]
+pub async fn load_interrupt(run: String, node: String) -> Result<InterruptData, ServerFnError> {
+    let engine = expect_context::<tollgate::Engine>();
+    let actor = require_actor()?;
+    let run_id = tollgate::ids::parse_run_id(&run).map_err(to_err)?;
+    let view = engine
+        .inspect_interrupt(&run_id, &node, &actor)
+        .await
+        .map_err(to_err)?;
+    let url = format!(
+        "/runs/{}/interrupts/{}",
+        tollgate::ids::encode_path_id(&run_id),
+        node
+    );
+    let me = Some(me_of(&actor.principal));
+    interrupt_data(&engine, view, &actor, url, me)
+        .await
+        .map_err(to_err)
+}
+
+/// GET of a token link: shows, never changes anything.
+#[server]
+pub async fn load_token(token: String) -> Result<TokenData, ServerFnError> {
+    let engine = expect_context::<tollgate::Engine>();
+    if let Some(p) = use_context::<Posted>().filter(|p| p.0.done) {
+        // Just decided through this link: the link is used now; say so kindly.
+        return Ok(TokenData::Problem(LinkProblem {
+            status: 200,
+            title: "Thank you, your decision was recorded".into(),
+            message: p.0.message.unwrap_or_else(|| "You can close this page.".into()),
+        }));
+    }
+    let (view, claims) = match engine.inspect_by_token(&token).await {
+        Ok(v) => v,
+        Err(e) => return Ok(TokenData::Problem(link_problem(&e))),
+    };
+    let Some(principal) = engine.principal(&claims.p).await.map_err(to_err)? else {
+        return Ok(TokenData::Problem(LinkProblem {
+            status: 403,
+            title: "This link cannot decide".into(),
+            message: "The person this link was made for no longer exists.".into(),
+        }));
+    };
+    let actor = tollgate::Actor {
+        principal,
+        lane: tollgate::Lane::Token,
+    };
+    let url = format!("/t/{token}");
+    let mut data = interrupt_data(&engine, view, &actor, url, None)
+        .await
+        .map_err(to_err)?;
+    if claims.t == tollgate::token::Intent::Inspect {
+        data.may_decide = false;
+        data.why_not = Some("This link may only show the request.".into());
+    }
+    Ok(TokenData::Open(Box::new(data)))
 }

@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    StaticSegment,
+    ParamSegment, SsrMode, StaticSegment,
 };
 
 /// The HTML document around every page; rendered on the server only.
@@ -32,13 +32,27 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    let (hydrated, set_hydrated) = signal(false);
+    Effect::new(move |_| set_hydrated.set(true));
     view! {
         <Stylesheet id="leptos" href="/pkg/tollgate.css" />
         <Title text="Tollgate" />
         <Router>
-            <Routes fallback=|| view! { <pages::NotFound /> }>
-                <Route path=StaticSegment("") view=pages::Home />
-            </Routes>
+            // Set once the page is interactive; browser tests wait for it.
+            <div id="app-root" data-hydrated=move || if hydrated.get() { "true" } else { "false" }>
+                // Async: every page arrives complete, so it reads (and its
+                // forms post) without JavaScript.
+                <Routes fallback=|| view! { <pages::NotFound /> }>
+                    <Route path=StaticSegment("") view=pages::Inbox ssr=SsrMode::Async />
+                    <Route path=StaticSegment("signin") view=pages::SignIn ssr=SsrMode::Async />
+                    <Route
+                        path=(StaticSegment("runs"), ParamSegment("run_id"), StaticSegment("interrupts"), ParamSegment("node_id"))
+                        view=pages::InterruptPage
+                        ssr=SsrMode::Async
+                    />
+                    <Route path=(StaticSegment("t"), ParamSegment("token")) view=pages::TokenPage ssr=SsrMode::Async />
+                </Routes>
+            </div>
         </Router>
     }
 }

@@ -1,72 +1,499 @@
-//! Pages of the console.
+//! Pages of the console: the inbox, sign-in, an interrupt and a token link.
+//! Every form is a plain HTML form that posts to the server, so all of it
+//! works without JavaScript; hydration adds a live refresh of the inbox.
 
-use crate::api::{load_overview, Overview};
+use crate::api::{
+    load_inbox, load_interrupt, load_token, InboxData, InboxQuery, InboxRow, InterruptData, LinkProblem, Me,
+    TokenData,
+};
+use crate::form::{default_values, field_tree, SchemaForm, SchemaView};
 use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+const BUTTON: &str = "inline-flex items-center rounded-md bg-indigo-700 px-4 py-2 text-sm font-semibold text-white shadow-sm hover:bg-indigo-800 focus:outline-none focus:ring-2 focus:ring-indigo-500 focus:ring-offset-2";
+const BUTTON_SECONDARY: &str = "inline-flex items-center rounded-md border border-slate-300 bg-white px-4 py-2 text-sm font-semibold text-slate-800 shadow-sm hover:bg-slate-50 focus:outline-none focus:ring-2 focus:ring-indigo-500 focus:ring-offset-2";
+const BUTTON_DANGER: &str = "inline-flex items-center rounded-md bg-red-700 px-4 py-2 text-sm font-semibold text-white shadow-sm hover:bg-red-800 focus:outline-none focus:ring-2 focus:ring-red-500 focus:ring-offset-2";
+const CARD: &str = "rounded-lg border border-slate-200 bg-white p-6 shadow-sm";
+const LINK: &str = "font-medium text-indigo-800 underline decoration-indigo-300 underline-offset-2 hover:decoration-indigo-700 focus:outline-none focus:ring-2 focus:ring-indigo-500";
+const SELECT: &str = "mt-1 block rounded-md border border-slate-300 bg-white px-3 py-2 text-sm text-slate-900 focus:border-indigo-500 focus:outline-none focus:ring-2 focus:ring-indigo-500";
+
+/// "3 min", "5 h", "2 d".
+pub fn human_ms(ms: i64) -> String {
+    let s = ms.abs() / 1000;
+    if s < 60 {
+        format!("{s} s")
+    } else if s < 3600 {
+        format!("{} min", s / 60)
+    } else if s < 86_400 {
+        format!("{} h", s / 3600)
+    } else {
+        format!("{} d", s / 86_400)
+    }
+}
+
+fn action_label(action: &str) -> &'static str {
+    match action {
+        "accept" => "Approve",
+        "reject" => "Reject",
+        "refine" => "Request changes",
+        "edit-accept" => "Edit and approve",
+        "ask" => "Ask a question",
+        _ => "Submit",
+    }
+}
+
+fn kind_label(kind: &str) -> String {
+    let mut s = kind.replace('-', " ");
+    if let Some(first) = s.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
+    s
+}
+
+/// The bar above every signed-in page.
+#[component]
+fn Header(me: Option<Me>) -> impl IntoView {
+    view! {
+        <header class="border-b border-slate-200 bg-white">
+            <div class="mx-auto flex max-w-5xl items-center justify-between px-6 py-3">
+                <a href="/" class="text-lg font-semibold tracking-tight text-slate-900 focus:outline-none focus:ring-2 focus:ring-indigo-500">
+                    "Tollgate"
+                </a>
+                {me.map(|me| view! {
+                    <div class="flex items-center gap-4 text-sm">
+                        <span id="signed-in-as" class="text-slate-700">{me.name}</span>
+                        <form method="post" action="/signout">
+                            <button type="submit" id="sign-out" class=BUTTON_SECONDARY>"Sign out"</button>
+                        </form>
+                    </div>
+                })}
+            </div>
+        </header>
+    }
+}
+
+fn error_box(message: String) -> AnyView {
+    view! {
+        <main class="mx-auto max-w-3xl p-8">
+            <div role="alert" class="rounded-md border border-red-200 bg-red-50 p-4 text-red-800">{message}</div>
+            <p class="mt-4"><a href="/" class=LINK>"Back to the inbox"</a></p>
+        </main>
+    }
+    .into_any()
+}
+
+// ----- inbox ----------------------------------------------------------------------
+
+fn query_from(map: &leptos_router::params::ParamsMap) -> InboxQuery {
+    InboxQuery {
+        kind: map.get("kind").filter(|s| !s.is_empty()),
+        workflow: map.get("workflow").filter(|s| !s.is_empty()),
+        overdue: map
+            .get("overdue")
+            .is_some_and(|v| v == "1" || v == "on" || v == "true"),
+        sort: map.get("sort").filter(|s| !s.is_empty()),
+        page: map.get("page").and_then(|p| p.parse().ok()),
+    }
+}
+
+fn inbox_href(q: &InboxQuery, page: usize) -> String {
+    let mut parts = Vec::new();
+    if let Some(k) = &q.kind {
+        parts.push(format!("kind={k}"));
+    }
+    if let Some(w) = &q.workflow {
+        parts.push(format!("workflow={w}"));
+    }
+    if q.overdue {
+        parts.push("overdue=1".into());
+    }
+    if let Some(s) = &q.sort {
+        parts.push(format!("sort={s}"));
+    }
+    if page > 1 {
+        parts.push(format!("page={page}"));
+    }
+    if parts.is_empty() {
+        "/".into()
+    } else {
+        format!("/?{}", parts.join("&"))
+    }
+}
 
 #[component]
-pub fn Home() -> impl IntoView {
-    // Set once the page is interactive; browser tests wait for it.
-    let (hydrated, set_hydrated) = signal(false);
-    Effect::new(move |_| set_hydrated.set(true));
-
-    let overview = Resource::new(|| (), |_| load_overview());
-    let refresh = ServerAction::<crate::api::LoadOverview>::new();
-    let latest = move || refresh.value().get().or_else(|| overview.get());
-
+pub fn Inbox() -> impl IntoView {
+    let query = use_query_map();
+    let q = Memo::new(move |_| query.with(query_from));
+    let inbox = Resource::new(move || q.get(), load_inbox);
     view! {
-        <main
-            id="app-root"
-            class="mx-auto max-w-3xl p-8"
-            data-hydrated=move || if hydrated.get() { "true" } else { "false" }
-        >
-            <h1 class="text-3xl font-semibold tracking-tight">"Tollgate"</h1>
-            <p class="mt-2 text-slate-600">
-                "Durable interrupts and an approver console for workflow runs."
-            </p>
-            <section class="mt-8 rounded-lg border border-slate-200 bg-white p-6 shadow-sm">
-                <h2 class="text-lg font-medium">"Overview"</h2>
-                <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                    {move || latest().map(|result| match result {
-                        Ok(o) => view! { <OverviewTable overview=o /> }.into_any(),
-                        Err(e) => view! { <p class="text-red-700">{e.to_string()}</p> }.into_any(),
-                    })}
-                </Suspense>
-                <ActionForm action=refresh attr:class="mt-4">
-                    <button
-                        id="refresh-overview"
-                        type="submit"
-                        class="rounded-md bg-indigo-600 px-4 py-2 text-white hover:bg-indigo-700 focus:outline-none focus:ring-2 focus:ring-indigo-500"
-                    >
-                        "Refresh"
-                    </button>
-                </ActionForm>
-                <p id="refresh-count" class="mt-2 text-sm text-slate-500">
-                    {move || format!("Refreshed {} times", refresh.version().get())}
-                </p>
-            </section>
+        <Title text="Inbox · Tollgate" />
+        <Suspense fallback=|| view! { <p class="p-8">"Loading…"</p> }>
+            {move || inbox.get().map(|r| match r {
+                Ok(data) => view! { <InboxView data=data query=q.get_untracked() on_refresh=move || inbox.refetch() /> }.into_any(),
+                Err(e) => error_box(e.to_string()),
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn InboxView(
+    data: InboxData,
+    query: InboxQuery,
+    on_refresh: impl Fn() + Clone + Send + Sync + 'static,
+) -> impl IntoView {
+    let here = inbox_href(&query, data.page);
+    let kinds = data.kinds.clone();
+    let workflows = data.workflows.clone();
+    let sort = query.sort.clone().unwrap_or_else(|| "newest".into());
+    let prev = (data.page > 1).then(|| inbox_href(&query, data.page - 1));
+    let next = (data.page < data.pages).then(|| inbox_href(&query, data.page + 1));
+    let rows = data.rows.clone();
+    let empty = rows.is_empty();
+    view! {
+        <Header me=Some(data.me.clone()) />
+        <main class="mx-auto max-w-5xl px-6 py-8">
+            <div class="flex flex-wrap items-end justify-between gap-4">
+                <div>
+                    <h1 class="text-2xl font-semibold tracking-tight">"Inbox"</h1>
+                    <p id="inbox-count" class="mt-1 text-sm text-slate-600">
+                        {format!("{} waiting for you", data.total)}
+                    </p>
+                </div>
+                <a
+                    id="refresh-inbox"
+                    href=here
+                    class=BUTTON_SECONDARY
+                    on:click=move |ev| {
+                        ev.prevent_default();
+                        on_refresh();
+                    }
+                >
+                    "Refresh"
+                </a>
+            </div>
+            <form method="get" action="/" class="mt-6 flex flex-wrap items-end gap-4 rounded-lg border border-slate-200 bg-white p-4" aria-label="Filter the inbox">
+                <div>
+                    <label for="filter-kind" class="block text-sm font-medium text-slate-800">"Kind"</label>
+                    <select id="filter-kind" name="kind" class=SELECT>
+                        <option value="" selected=query.kind.is_none()>"All kinds"</option>
+                        {kinds.into_iter().map(|k| {
+                            let selected = query.kind.as_deref() == Some(k.as_str());
+                            view! { <option value=k.clone() selected=selected>{kind_label(&k)}</option> }
+                        }).collect_view()}
+                    </select>
+                </div>
+                <div>
+                    <label for="filter-workflow" class="block text-sm font-medium text-slate-800">"Workflow"</label>
+                    <select id="filter-workflow" name="workflow" class=SELECT>
+                        <option value="" selected=query.workflow.is_none()>"All workflows"</option>
+                        {workflows.into_iter().map(|w| {
+                            let selected = query.workflow.as_deref() == Some(w.as_str());
+                            view! { <option value=w.clone() selected=selected>{w.clone()}</option> }
+                        }).collect_view()}
+                    </select>
+                </div>
+                <div>
+                    <label for="filter-sort" class="block text-sm font-medium text-slate-800">"Sort by"</label>
+                    <select id="filter-sort" name="sort" class=SELECT>
+                        <option value="newest" selected=sort == "newest">"Newest first"</option>
+                        <option value="oldest" selected=sort == "oldest">"Oldest first"</option>
+                        <option value="deadline" selected=sort == "deadline">"Deadline first"</option>
+                    </select>
+                </div>
+                <div class="flex items-center gap-2 pb-2">
+                    <input id="filter-overdue" type="checkbox" name="overdue" value="1" checked=query.overdue class="h-4 w-4 rounded border-slate-400 text-indigo-700 focus:ring-indigo-500" />
+                    <label for="filter-overdue" class="text-sm font-medium text-slate-800">"Overdue only"</label>
+                </div>
+                <button type="submit" id="apply-filters" class=BUTTON>"Apply"</button>
+            </form>
+            {if empty {
+                view! { <p id="inbox-empty" class="mt-8 rounded-lg border border-dashed border-slate-300 p-8 text-center text-slate-600">"Nothing is waiting for you."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="mt-6 overflow-x-auto rounded-lg border border-slate-200 bg-white shadow-sm">
+                        <table id="inbox" class="min-w-full divide-y divide-slate-200 text-sm">
+                            <caption class="sr-only">"Interrupts waiting for your decision"</caption>
+                            <thead class="bg-slate-50 text-left text-slate-700">
+                                <tr>
+                                    <th scope="col" class="px-4 py-3 font-semibold">"Request"</th>
+                                    <th scope="col" class="px-4 py-3 font-semibold">"Kind"</th>
+                                    <th scope="col" class="px-4 py-3 font-semibold">"Workflow"</th>
+                                    <th scope="col" class="px-4 py-3 font-semibold">"Age"</th>
+                                    <th scope="col" class="px-4 py-3 font-semibold">"Deadline"</th>
+                                    <th scope="col" class="px-4 py-3 font-semibold">"Approvals"</th>
+                                </tr>
+                            </thead>
+                            <tbody class="divide-y divide-slate-100">
+                                {rows.into_iter().map(|r| view! { <InboxRowView row=r /> }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                }.into_any()
+            }}
+            <nav class="mt-4 flex items-center justify-between text-sm" aria-label="Pages">
+                <span id="inbox-page">{format!("Page {} of {}", data.page, data.pages)}</span>
+                <span class="flex gap-4">
+                    {prev.map(|h| view! { <a href=h rel="prev" class=LINK>"Previous page"</a> })}
+                    {next.map(|h| view! { <a href=h rel="next" class=LINK>"Next page"</a> })}
+                </span>
+            </nav>
         </main>
     }
 }
 
 #[component]
-fn OverviewTable(overview: Overview) -> impl IntoView {
+fn InboxRowView(row: InboxRow) -> impl IntoView {
+    let deadline = match (&row.deadline, row.deadline_in_ms) {
+        (Some(d), Some(ms)) => {
+            let (class, text) = match row.deadline_state.as_str() {
+                "overdue" => (
+                    "font-semibold text-red-800",
+                    format!("Overdue by {}", human_ms(ms)),
+                ),
+                "soon" => ("font-semibold text-amber-800", format!("In {}", human_ms(ms))),
+                _ => ("text-slate-700", format!("In {}", human_ms(ms))),
+            };
+            view! { <time datetime=d.clone() title=d.clone() class=class data-deadline=row.deadline_state.clone()>{text}</time> }.into_any()
+        }
+        _ => view! { <span class="text-slate-500">"None"</span> }.into_any(),
+    };
+    let quorum = match (row.accepts, row.required_approvals) {
+        (Some(a), Some(n)) => format!("{a} of {n}"),
+        _ => "—".into(),
+    };
+    let mine = row.my_vote.clone().map(|v| view! { <span class="ml-2 rounded bg-slate-100 px-1.5 py-0.5 text-xs text-slate-700">{format!("you: {v}")}</span> });
     view! {
-        <dl id="overview" class="mt-4 grid grid-cols-3 gap-4">
-            <div>
-                <dt class="text-sm text-slate-500">"Workflows"</dt>
-                <dd id="overview-workflows" class="text-2xl font-semibold">{overview.workflows}</dd>
+        <tr class="hover:bg-slate-50" data-run=row.run_id.clone() data-node=row.node_id.clone()>
+            <td class="px-4 py-3"><a href=row.href.clone() class=LINK>{row.title.clone()}</a></td>
+            <td class="px-4 py-3 text-slate-700">{kind_label(&row.kind)}</td>
+            <td class="px-4 py-3 text-slate-700">{row.workflow_id.clone()}</td>
+            <td class="px-4 py-3 text-slate-700"><time datetime=row.created_at.clone() title=row.created_at.clone()>{human_ms(row.age_ms)}</time></td>
+            <td class="px-4 py-3">{deadline}</td>
+            <td class="px-4 py-3 text-slate-700" data-quorum="">{quorum}{mine}</td>
+        </tr>
+    }
+}
+
+// ----- sign-in ----------------------------------------------------------------------
+
+#[component]
+pub fn SignIn() -> impl IntoView {
+    let query = use_query_map();
+    let failed = move || query.with(|q| q.get("error").is_some());
+    let next = move || {
+        query.with(|q| {
+            q.get("next")
+                .filter(|n| n.starts_with('/') && !n.starts_with("//"))
+                .unwrap_or_else(|| "/".into())
+        })
+    };
+    let signed_out = move || query.with(|q| q.get("signed_out").is_some());
+    view! {
+        <Title text="Sign in · Tollgate" />
+        <Header me=None />
+        <main class="mx-auto max-w-md px-6 py-12">
+            <h1 class="text-2xl font-semibold tracking-tight">"Sign in"</h1>
+            <p class="mt-1 text-sm text-slate-600">"Sign in to decide the requests waiting for you."</p>
+            {move || signed_out().then(|| view! { <p role="status" class="mt-4 rounded-md bg-slate-100 p-3 text-sm text-slate-800">"You are signed out."</p> })}
+            {move || failed().then(|| view! { <p id="signin-error" role="alert" class="mt-4 rounded-md border border-red-200 bg-red-50 p-3 text-sm text-red-800">"That name and password do not match."</p> })}
+            <form method="post" action="/signin" class=format!("mt-6 space-y-5 {CARD}")>
+                <input type="hidden" name="next" value=next />
+                <div>
+                    <label for="signin-user" class="block text-sm font-medium text-slate-800">"User name"</label>
+                    <input id="signin-user" name="user" type="text" autocomplete="username" required class="mt-1 block w-full rounded-md border border-slate-300 px-3 py-2 focus:border-indigo-500 focus:outline-none focus:ring-2 focus:ring-indigo-500" />
+                </div>
+                <div>
+                    <label for="signin-password" class="block text-sm font-medium text-slate-800">"Password"</label>
+                    <input id="signin-password" name="password" type="password" autocomplete="current-password" required class="mt-1 block w-full rounded-md border border-slate-300 px-3 py-2 focus:border-indigo-500 focus:outline-none focus:ring-2 focus:ring-indigo-500" />
+                </div>
+                <button type="submit" id="signin-submit" class=BUTTON>"Sign in"</button>
+            </form>
+        </main>
+    }
+}
+
+// ----- one interrupt ----------------------------------------------------------------
+
+#[component]
+pub fn InterruptPage() -> impl IntoView {
+    let params = use_params_map();
+    let key = move || {
+        params.with(|p| {
+            (
+                p.get("run_id").unwrap_or_default(),
+                p.get("node_id").unwrap_or_default(),
+            )
+        })
+    };
+    let data = Resource::new(key, |(run, node)| load_interrupt(run, node));
+    let query = use_query_map();
+    let decided = move || query.with(|q| q.get("decided").is_some());
+    view! {
+        <Title text="Request · Tollgate" />
+        {move || decided().then(|| view! {
+            <p id="decided" role="status" class="mx-auto mt-6 max-w-3xl rounded-md border border-emerald-200 bg-emerald-50 p-4 text-emerald-900">
+                "Your decision was recorded."
+            </p>
+        })}
+        <Suspense fallback=|| view! { <p class="p-8">"Loading…"</p> }>
+            {move || data.get().map(|r| match r {
+                Ok(d) => view! { <Header me=d.me.clone() /><InterruptDetail data=d /> }.into_any(),
+                Err(e) => view! { <Header me=None />{error_box(e.to_string())} }.into_any(),
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+pub fn TokenPage() -> impl IntoView {
+    let params = use_params_map();
+    let token = move || params.with(|p| p.get("token").unwrap_or_default());
+    let data = Resource::new(token, load_token);
+    view! {
+        <Title text="Request · Tollgate" />
+        <Header me=None />
+        <Suspense fallback=|| view! { <p class="p-8">"Loading…"</p> }>
+            {move || data.get().map(|r| match r {
+                Ok(TokenData::Open(d)) => view! { <InterruptDetail data=*d /> }.into_any(),
+                Ok(TokenData::Problem(p)) => view! { <Problem problem=p /> }.into_any(),
+                Err(e) => error_box(e.to_string()),
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn Problem(problem: LinkProblem) -> impl IntoView {
+    let ok = problem.status == 200;
+    view! {
+        <main class="mx-auto max-w-xl px-6 py-12">
+            <div id="link-problem" data-status=problem.status.to_string() class=CARD>
+                <h1 class=if ok { "text-2xl font-semibold text-emerald-800" } else { "text-2xl font-semibold text-slate-900" }>
+                    {problem.title}
+                </h1>
+                <p class="mt-3 text-slate-700">{problem.message}</p>
+                <p class="mt-6"><a href="/signin" class=LINK>"Sign in to the console"</a></p>
             </div>
+        </main>
+    }
+}
+
+#[component]
+fn InterruptDetail(data: InterruptData) -> impl IntoView {
+    let is_approval = data.kind == "approval";
+    let posted = data.posted.clone().unwrap_or_default();
+    let done = posted.done;
+    let tree = field_tree(&data.resume_schema).map(|mut t| {
+        if is_approval {
+            t.remove_field("action");
+        }
+        t
+    });
+    let deadline = data.deadline.clone().map(|d| {
+        let (class, label) = match data.deadline_state.as_str() {
+            "overdue" => ("font-semibold text-red-800", "Overdue since"),
+            "soon" => ("font-semibold text-amber-800", "Due soon:"),
+            _ => ("text-slate-700", "Due"),
+        };
+        view! { <p id="deadline" class=format!("text-sm {class}") data-deadline=data.deadline_state.clone()>{label}" "<time datetime=d.clone()>{d.clone()}</time></p> }
+    });
+    let quorum = data.required_approvals.map(|n| {
+        let a = data.accepts.unwrap_or(0);
+        view! {
+            <p id="quorum" class="text-sm font-medium text-slate-800">{format!("{a} of {n} approvals")}</p>
+            <progress class="mt-1 w-full" max=n.to_string() value=a.to_string() aria-label="Approvals so far">{format!("{a} of {n}")}</progress>
+        }
+    });
+    let votes = data.votes.clone();
+    let still = data.still_to_vote.clone();
+    let form = if data.status != "pending" {
+        view! { <p id="closed" class="text-slate-700">{format!("This request is {}.", data.status)}</p> }
+            .into_any()
+    } else if !data.may_decide {
+        view! { <p id="not-eligible" class="text-slate-700">{data.why_not.clone().unwrap_or_else(|| "You may not decide this request.".into())}</p> }.into_any()
+    } else {
+        match tree {
+            Err(e) => {
+                view! { <p role="alert" class="text-red-800">{format!("This form cannot be drawn: {e}")}</p> }
+                    .into_any()
+            }
+            Ok(tree) => {
+                let values = if posted.values.is_empty() {
+                    default_values(&tree)
+                } else {
+                    posted.values.clone()
+                };
+                let errors = posted.errors.clone();
+                let buttons = if is_approval {
+                    data.actions.iter().map(|a| {
+                        let class = match a.as_str() { "reject" => BUTTON_DANGER, "accept" => BUTTON, _ => BUTTON_SECONDARY };
+                        view! { <button type="submit" name="action" value=a.clone() id=format!("action-{a}") class=class>{action_label(a)}</button> }
+                    }).collect_view().into_any()
+                } else {
+                    view! { <button type="submit" id="action-submit" class=BUTTON>"Submit answer"</button> }
+                        .into_any()
+                };
+                let hint = (is_approval && data.actions.iter().any(|a| a == "refine" || a == "edit-accept")).then(|| view! {
+                    <p class="text-sm text-slate-600">"“Request changes” sends the feedback field back; “Edit and approve” approves with the edited data."</p>
+                });
+                view! {
+                    <form method="post" action=data.action_url.clone() id="decide-form" class="space-y-6" novalidate>
+                        <SchemaForm tree=tree values=values errors=errors id_prefix="answer" />
+                        {hint}
+                        <div class="flex flex-wrap gap-3">{buttons}</div>
+                    </form>
+                }.into_any()
+            }
+        }
+    };
+    view! {
+        <main class="mx-auto max-w-3xl space-y-6 px-6 py-8">
             <div>
-                <dt class="text-sm text-slate-500">"Runs"</dt>
-                <dd id="overview-runs" class="text-2xl font-semibold">{overview.runs}</dd>
+                <p class="text-sm font-medium text-slate-600">{format!("{} · {}", kind_label(&data.kind), data.workflow_id)}</p>
+                <h1 id="interrupt-title" class="mt-1 text-2xl font-semibold tracking-tight">{data.title.clone()}</h1>
+                {data.description.clone().map(|d| view! { <p class="mt-2 text-slate-700">{d}</p> })}
+                <div class="mt-3 flex flex-wrap gap-x-6 gap-y-1 text-sm text-slate-600">
+                    <p>"Raised "<time datetime=data.created_at.clone()>{data.created_at.clone()}</time></p>
+                    {deadline}
+                </div>
             </div>
-            <div>
-                <dt class="text-sm text-slate-500">"Pending interrupts"</dt>
-                <dd id="overview-pending" class="text-2xl font-semibold">
-                    {overview.pending_interrupts}
-                </dd>
-            </div>
-        </dl>
+            {done.then(|| view! { <p id="decided" role="status" class="rounded-md border border-emerald-200 bg-emerald-50 p-4 text-emerald-900">{posted.message.clone().unwrap_or_else(|| "Your decision was recorded.".into())}</p> })}
+            {(!done).then(|| posted.message.clone().map(|m| view! { <p id="form-message" role="alert" class="rounded-md border border-red-200 bg-red-50 p-4 text-red-800">{m}</p> }))}
+            <section class=CARD aria-labelledby="request-heading">
+                <h2 id="request-heading" class="text-lg font-semibold">"Request"</h2>
+                <div class="mt-3"><SchemaView value=data.request.clone() schema=data.request_schema.clone() /></div>
+            </section>
+            {is_approval.then(|| view! {
+                <section class=CARD aria-labelledby="votes-heading">
+                    <h2 id="votes-heading" class="text-lg font-semibold">"Votes"</h2>
+                    <div class="mt-3">{quorum}</div>
+                    {if votes.is_empty() {
+                        view! { <p class="mt-3 text-sm text-slate-600">"No votes yet."</p> }.into_any()
+                    } else {
+                        view! {
+                            <ul id="votes" class="mt-3 divide-y divide-slate-100 text-sm">
+                                {votes.into_iter().map(|v| view! {
+                                    <li class="py-2">
+                                        <span class="font-medium">{v.principal}</span>" — "{v.action}
+                                        {(!v.counted).then_some(" (replaced)")}
+                                        " · "<time datetime=v.decided_at.clone()>{v.decided_at.clone()}</time>
+                                    </li>
+                                }).collect_view()}
+                            </ul>
+                        }.into_any()
+                    }}
+                    <p id="still-to-vote" class="mt-3 text-sm text-slate-700">
+                        {if still.is_empty() { "Nobody else may vote.".to_string() } else { format!("May still vote: {}", still.join(", ")) }}
+                    </p>
+                </section>
+            })}
+            <section class=CARD aria-labelledby="answer-heading">
+                <h2 id="answer-heading" class="text-lg font-semibold">"Your decision"</h2>
+                <div class="mt-4">{form}</div>
+            </section>
+        </main>
     }
 }
 
@@ -75,7 +502,7 @@ pub fn NotFound() -> impl IntoView {
     view! {
         <main class="mx-auto max-w-3xl p-8">
             <h1 class="text-2xl font-semibold">"Page not found"</h1>
-            <a href="/" class="text-indigo-700 underline">"Back to the start"</a>
+            <a href="/" class=LINK>"Back to the start"</a>
         </main>
     }
 }

@@ -1,0 +1,295 @@
+//! Console form posts: sign-in, sign-out, and deciding an interrupt as the
+//! signed-in person or through a token link. Each is a plain HTML form post
+//! (works without JavaScript); after a refused decision the page is drawn
+//! again with the person's input and each error beside its field.
+
+use crate::session::{self, PRINCIPAL_KEY};
+use crate::state::AppState;
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use leptos::prelude::provide_context;
+use serde::Deserialize;
+use serde_json::Value;
+use std::future::Future;
+use tollgate::{Actor, EngineError, InterruptView, Lane};
+use tollgate_app::api::{Posted, PostedForm, SignedIn};
+use tollgate_app::form::{errors_for_form, field_tree, form_to_json, handle_row_action, pointer_to_path};
+use tower_sessions::Session;
+
+#[derive(Deserialize)]
+pub struct SignInForm {
+    user: String,
+    password: String,
+    next: Option<String>,
+}
+
+fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") => n.to_string(),
+        _ => "/".into(),
+    }
+}
+
+pub async fn sign_in(
+    State(state): State<AppState>,
+    session: Session,
+    Form(form): Form<SignInForm>,
+) -> Response {
+    let next = safe_next(form.next.as_deref());
+    match state
+        .engine
+        .verify_password(form.user.trim(), &form.password)
+        .await
+    {
+        Ok(Some(p)) => {
+            // A new session id on sign-in (no fixation).
+            if session.cycle_id().await.is_err() || session.insert(PRINCIPAL_KEY, &p.id).await.is_err() {
+                return (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the session could not be stored",
+                )
+                    .into_response();
+            }
+            tracing::info!(principal = %p.id, "signed in");
+            Redirect::to(&next).into_response()
+        }
+        Ok(None) => {
+            Redirect::to(&format!("/signin?error=1&next={}", session::urlencode(&next))).into_response()
+        }
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+pub async fn sign_out(session: Session) -> Response {
+    let _ = session.flush().await;
+    Redirect::to("/signin?signed_out=1").into_response()
+}
+
+/// Draws the console page at the request's path again, with `posted` as context.
+async fn redraw(
+    state: &AppState,
+    parts: &axum::http::request::Parts,
+    posted: PostedForm,
+    status: StatusCode,
+) -> Response {
+    let engine = state.engine.clone();
+    let leptos = state.leptos.clone();
+    let shell_options = state.leptos.clone();
+    let handler = leptos_axum::render_app_async_with_context(
+        move || {
+            provide_context(engine.clone());
+            provide_context(leptos.clone());
+            provide_context(Posted(posted.clone()));
+        },
+        move || tollgate_app::shell(shell_options.clone()),
+    );
+    let mut req = Request::builder()
+        .method(Method::GET)
+        .uri(parts.uri.clone())
+        .body(Body::empty())
+        .expect("request");
+    *req.headers_mut() = parts.headers.clone();
+    *req.extensions_mut() = parts.extensions.clone();
+    let mut res = handler(req).await;
+    *res.status_mut() = status;
+    res
+}
+
+/// Turns the posted fields into a resume value and resolves with `resolve`.
+async fn decide<F, Fut>(
+    view: &InterruptView,
+    fields: &[(String, String)],
+    resolve: F,
+) -> (PostedForm, StatusCode)
+where
+    F: FnOnce(Value) -> Fut,
+    Fut: Future<Output = Result<tollgate::Outcome<tollgate::Resolved>, EngineError>>,
+{
+    let is_approval = view.kind == "approval";
+    let mut tree = match field_tree(&view.resume_schema) {
+        Ok(t) => t,
+        Err(e) => {
+            return (
+                PostedForm {
+                    message: Some(format!("this form cannot be drawn: {e}")),
+                    ..Default::default()
+                },
+                StatusCode::INTERNAL_SERVER_ERROR,
+            )
+        }
+    };
+    if is_approval {
+        tree.remove_field("action");
+    }
+    let values: tollgate_app::form::FormValues =
+        fields.iter().filter(|(k, _)| k != "action").cloned().collect();
+    if let Some(values) = handle_row_action(&tree, fields) {
+        return (
+            PostedForm {
+                values,
+                ..Default::default()
+            },
+            StatusCode::OK,
+        );
+    }
+    let mut value = match form_to_json(&tree, fields) {
+        Ok(v) => v,
+        Err(errors) => {
+            let errors = errors_for_form(&tree, errors.into_iter().map(|e| (e.path, e.message)));
+            return (
+                PostedForm {
+                    values,
+                    errors,
+                    message: Some("Please correct the fields marked below.".into()),
+                    done: false,
+                },
+                StatusCode::BAD_REQUEST,
+            );
+        }
+    };
+    if is_approval {
+        let action = fields
+            .iter()
+            .find(|(k, _)| k == "action")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        if !value.is_object() {
+            value = Value::Object(Default::default());
+        }
+        value["action"] = Value::String(action);
+    }
+    let result = resolve(value).await.and_then(|o| o.result);
+    match result {
+        Ok(resolved) => (
+            PostedForm {
+                done: true,
+                message: Some(
+                    if resolved.status == "waiting" || resolved.status == "suspended" {
+                        "Your decision was recorded.".to_string()
+                    } else {
+                        format!("Your decision was recorded. The run is now {}.", resolved.status)
+                    },
+                ),
+                ..Default::default()
+            },
+            StatusCode::OK,
+        ),
+        Err(e) => {
+            let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+            let mut errors = Vec::new();
+            if let Some(details) = e.details() {
+                for err in details["errors"].as_array().into_iter().flatten() {
+                    if let (Some(p), Some(m)) = (err["pointer"].as_str(), err["message"].as_str()) {
+                        errors.push((pointer_to_path(p), m.to_string()));
+                    }
+                }
+            }
+            let message = if errors.is_empty() {
+                e.to_string()
+            } else {
+                "Please correct the fields marked below.".into()
+            };
+            (
+                PostedForm {
+                    values,
+                    errors: errors_for_form(&tree, errors),
+                    message: Some(message),
+                    done: false,
+                },
+                status,
+            )
+        }
+    }
+}
+
+/// `POST /runs/{runId}/interrupts/{nodeId}` from the console form.
+pub async fn decide_signed_in(State(state): State<AppState>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    // Read from the path itself: this router is reached through the API
+    // router's middleware, so `Path` would see both routers' parameters.
+    let segs: Vec<&str> = parts.uri.path().trim_start_matches('/').split('/').collect();
+    let (run, node) = match segs.as_slice() {
+        [_, run, _, node] => (run.to_string(), node.to_string()),
+        _ => return StatusCode::NOT_FOUND.into_response(),
+    };
+    let Some(SignedIn(principal)) = parts.extensions.get::<SignedIn>().cloned() else {
+        return Redirect::to("/signin").into_response();
+    };
+    let fields = match read_form(body).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    let actor = Actor {
+        principal,
+        lane: Lane::Session,
+    };
+    let run_id = match tollgate::ids::parse_run_id(&run) {
+        Ok(r) => r,
+        Err(e) => return (StatusCode::NOT_FOUND, e.to_string()).into_response(),
+    };
+    let view = match state.engine.inspect_interrupt(&run_id, &node, &actor).await {
+        Ok(v) => v,
+        Err(e) => {
+            let posted = PostedForm {
+                message: Some(e.to_string()),
+                ..Default::default()
+            };
+            return redraw(
+                &state,
+                &parts,
+                posted,
+                StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::NOT_FOUND),
+            )
+            .await;
+        }
+    };
+    let engine = state.engine.clone();
+    let (posted, status) = decide(&view, &fields, |value| async move {
+        engine.resolve(&run_id, &node, value, &actor, None).await
+    })
+    .await;
+    if posted.done {
+        // Post/redirect/get: a reload does not post again.
+        let to = format!("{}?decided=1", parts.uri.path());
+        return Redirect::to(&to).into_response();
+    }
+    redraw(&state, &parts, posted, status).await
+}
+
+/// `POST /t/{token}`: decides as the link's recipient.
+pub async fn decide_by_token(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    req: Request,
+) -> Response {
+    let (parts, body) = req.into_parts();
+    let fields = match read_form(body).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    let view = match state.engine.inspect_by_token(&token).await {
+        Ok((v, _)) => v,
+        // The page explains an unusable link.
+        Err(e) => {
+            let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+            return redraw(&state, &parts, PostedForm::default(), status).await;
+        }
+    };
+    let engine = state.engine.clone();
+    let t = token.clone();
+    let (posted, status) = decide(&view, &fields, |value| async move {
+        engine.resolve_by_token(&t, value, None).await
+    })
+    .await;
+    redraw(&state, &parts, posted, status).await
+}
+
+async fn read_form(body: Body) -> Result<Vec<(String, String)>, Response> {
+    let bytes = axum::body::to_bytes(body, 1 << 20)
+        .await
+        .map_err(|_| (StatusCode::PAYLOAD_TOO_LARGE, "form too large").into_response())?;
+    serde_urlencoded::from_bytes(&bytes).map_err(|e| (StatusCode::BAD_REQUEST, e.to_string()).into_response())
+}

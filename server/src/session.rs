@@ -1,0 +1,195 @@
+//! Console sessions: tower-sessions with its SQLite store in the engine's
+//! database file, the signed-in principal put into request extensions, a
+//! sign-in redirect for console pages, and the CSRF check on console posts
+//! (SameSite=Lax cookies plus an Origin/Referer check).
+
+use crate::state::AppState;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+use std::str::FromStr;
+use std::time::Duration;
+use tollgate_app::api::SignedIn;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::session_store::ExpiredDeletion;
+use tower_sessions::{Expiry, Session, SessionManagerLayer};
+use tower_sessions_sqlx_store::SqliteStore;
+
+/// The session key holding the principal id.
+pub const PRINCIPAL_KEY: &str = "principal";
+
+/// Sessions end after this long without a request.
+pub const IDLE_HOURS: i64 = 12;
+
+/// The session layer; sessions live in the `tower_sessions` table of the
+/// engine's database (a pool of its own on the same file).
+pub async fn layer(database_url: &str, secure: bool) -> anyhow::Result<SessionManagerLayer<SqliteStore>> {
+    let options = SqliteConnectOptions::from_str(database_url)?
+        .create_if_missing(true)
+        .busy_timeout(Duration::from_secs(10));
+    let pool = SqlitePoolOptions::new()
+        .max_connections(4)
+        .connect_with(options)
+        .await?;
+    let store = SqliteStore::new(pool);
+    store.migrate().await?;
+    let sweeper = store.clone();
+    tokio::spawn(async move {
+        loop {
+            if let Err(e) = sweeper.delete_expired().await {
+                tracing::warn!(error = %e, "deleting expired sessions failed");
+            }
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    });
+    Ok(SessionManagerLayer::new(store)
+        .with_name("tollgate_session")
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(secure)
+        .with_expiry(Expiry::OnInactivity(time::Duration::hours(IDLE_HOURS))))
+}
+
+/// Puts the session's principal (if any) into the request as [`SignedIn`].
+pub async fn load_principal(
+    State(state): State<AppState>,
+    session: Session,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    if let Ok(Some(id)) = session.get::<String>(PRINCIPAL_KEY).await {
+        match state.engine.principal(&id).await {
+            Ok(Some(p)) => {
+                req.extensions_mut().insert(SignedIn(p));
+            }
+            _ => {
+                let _ = session.flush().await;
+            }
+        }
+    }
+    next.run(req).await
+}
+
+/// Whether a path is a console interrupt page (`/runs/{runId}/interrupts/{nodeId}`).
+pub fn is_interrupt_page(path: &str) -> bool {
+    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    segs.len() == 4
+        && segs[0] == "runs"
+        && segs[2] == "interrupts"
+        && !segs[1].is_empty()
+        && !segs[3].is_empty()
+}
+
+/// A browser asking for a console page, not an API client: no bearer key,
+/// and HTML wanted (GET) or a form posted (POST).
+pub fn is_browser(req: &Request) -> bool {
+    if req.headers().contains_key(header::AUTHORIZATION) {
+        return false;
+    }
+    let h = |name| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase()
+    };
+    match *req.method() {
+        Method::GET | Method::HEAD => h(header::ACCEPT).contains("text/html"),
+        Method::POST => h(header::CONTENT_TYPE).starts_with("application/x-www-form-urlencoded"),
+        _ => false,
+    }
+}
+
+/// Console pages that need a signed-in person.
+fn needs_sign_in(path: &str) -> bool {
+    path == "/" || is_interrupt_page(path)
+}
+
+/// Sends people who are not signed in to the sign-in page, and refuses
+/// cross-site posts to the console (forms and server functions).
+pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    let console_post = req.method() == Method::POST
+        && !req.headers().contains_key(header::AUTHORIZATION)
+        && (path == "/signin"
+            || path == "/signout"
+            || path.starts_with("/t/")
+            || path.starts_with("/api/")
+            || is_interrupt_page(&path));
+    if console_post && !same_origin(&state, &req) {
+        return (StatusCode::FORBIDDEN, "cross-site form posts are refused").into_response();
+    }
+    let page_get = matches!(*req.method(), Method::GET | Method::HEAD)
+        && needs_sign_in(&path)
+        && (path == "/" || is_browser(&req));
+    if page_get && req.extensions().get::<SignedIn>().is_none() {
+        let next_url = req
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_else(|| "/".into());
+        let target = format!("/signin?next={}", urlencode(&next_url));
+        return Redirect::to(&target).into_response();
+    }
+    next.run(req).await
+}
+
+/// The Origin (or, without one, the Referer) must be this server.
+fn same_origin(state: &AppState, req: &Request<Body>) -> bool {
+    let get = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let claimed = match get(header::ORIGIN) {
+        Some(o) if o != "null" => o.to_string(),
+        _ => match get(header::REFERER) {
+            Some(r) => origin_of(r),
+            None => return false,
+        },
+    };
+    let mut allowed = Vec::new();
+    if let Some(host) = get(header::HOST) {
+        allowed.push(format!("http://{host}"));
+        allowed.push(format!("https://{host}"));
+    }
+    if let Some(public) = &state.config.server.public_url {
+        allowed.push(origin_of(public));
+    }
+    allowed.iter().any(|a| a.eq_ignore_ascii_case(&claimed))
+}
+
+/// `https://host:port/path?q` → `https://host:port`.
+fn origin_of(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+            format!("{scheme}://{host}")
+        }
+        None => String::new(),
+    }
+}
+
+pub fn urlencode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interrupt_pages_and_origins() {
+        assert!(is_interrupt_page("/runs/demo~2Fabc/interrupts/gate"));
+        assert!(!is_interrupt_page("/runs/demo~2Fabc/interrupts"));
+        assert!(!is_interrupt_page("/runs/demo~2Fabc/events"));
+        assert_eq!(origin_of("http://127.0.0.1:3000/x?y"), "http://127.0.0.1:3000");
+        assert_eq!(urlencode("/?a=b"), "/%3Fa%3Db");
+    }
+}
