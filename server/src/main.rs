@@ -1,6 +1,7 @@
 //! `tollgate`: the server and its command line.
 
 mod api;
+mod cli;
 mod config;
 mod server;
 mod state;
@@ -27,12 +28,8 @@ enum Command {
         #[arg(long, short)]
         config: Option<PathBuf>,
     },
-    /// Check a workflow definition with the same rules as registration.
-    #[command(name = "validate-workflow")]
-    ValidateWorkflow {
-        /// The workflow JSON file.
-        file: PathBuf,
-    },
+    #[command(flatten)]
+    Operator(cli::Command),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -43,26 +40,6 @@ fn main() -> anyhow::Result<()> {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             runtime.block_on(server::serve(config))
         }
-        Command::ValidateWorkflow { file } => {
-            let text = std::fs::read_to_string(&file)?;
-            let raw: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", file.display()))?;
-            match tollgate::Engine::validate_workflow(raw) {
-                Ok(wf) => {
-                    println!(
-                        "{}",
-                        serde_json::json!({"valid": true, "id": wf.id, "nodes": wf.nodes.len()})
-                    );
-                    Ok(())
-                }
-                Err(e) => {
-                    println!(
-                        "{}",
-                        serde_json::json!({"valid": false, "error": e.to_string(), "details": e.details()})
-                    );
-                    std::process::exit(1);
-                }
-            }
-        }
+        Command::Operator(command) => std::process::exit(cli::run(command)),
     }
 }

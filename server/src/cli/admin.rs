@@ -1,0 +1,188 @@
+//! Offline commands: they open the database through the engine (`--db`,
+//! `--config`) or need no database at all.
+
+use super::{print_json, read_file, IntentArg, KeyCommand, Remote, UserCommand};
+use anyhow::{anyhow, bail};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use tollgate::engine::EngineOptions;
+use tollgate::{Engine, Principal};
+
+/// `workflow validate FILE`: the registration checks, without a server.
+pub(super) fn validate_workflow(file: &Path) -> anyhow::Result<i32> {
+    let text = read_file(file)?;
+    let raw: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| anyhow!("{}: not JSON: {e}", file.display()))?;
+    match Engine::validate_workflow(raw) {
+        Ok(wf) => {
+            println!("{}", json!({"valid": true, "id": wf.id, "nodes": wf.nodes.len()}));
+            Ok(0)
+        }
+        Err(e) => {
+            println!(
+                "{}",
+                json!({"valid": false, "error": e.to_string(), "details": e.details()})
+            );
+            eprintln!("{}: invalid: {e}", file.display());
+            Ok(1)
+        }
+    }
+}
+
+/// Opens the engine on a SQLite file (created and migrated if missing).
+async fn open_db(db: &Path) -> anyhow::Result<Engine> {
+    let url = if db.to_string_lossy().starts_with("sqlite:") {
+        db.to_string_lossy().into_owned()
+    } else {
+        format!("sqlite://{}", db.display())
+    };
+    Engine::open(EngineOptions::new(url.clone()))
+        .await
+        .map_err(|e| anyhow!("cannot open {url}: {e}"))
+}
+
+pub(super) async fn user(command: UserCommand) -> anyhow::Result<i32> {
+    let UserCommand::Add {
+        db,
+        id,
+        name,
+        email,
+        tenant,
+        groups,
+        roles,
+        is_override,
+        password_stdin,
+    } = command;
+    if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
+        bail!("--id {id:?}: must be non-empty, without '/' or spaces");
+    }
+    if !tollgate::ids::is_tenant_id(&tenant) {
+        bail!("--tenant {tenant:?}: must match ^[A-Za-z0-9._~-]{{1,128}}$");
+    }
+    // Read the password before touching the database.
+    let phc = if password_stdin {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        let password = line.trim_end_matches(['\r', '\n']);
+        if password.is_empty() {
+            bail!("--password-stdin: no password on stdin");
+        }
+        Some(tollgate::passwords::hash(password)?)
+    } else {
+        None
+    };
+    let engine = open_db(&db).await?;
+    let principal = Principal {
+        name: name.unwrap_or_else(|| id.clone()),
+        id,
+        tenant,
+        email,
+        groups,
+        roles,
+        is_override,
+    };
+    engine.upsert_principal(principal.clone()).await?;
+    if let Some(phc) = &phc {
+        engine.set_password_hash(&principal.id, Some(phc)).await?;
+    }
+    print_json(&json!({
+        "id": principal.id,
+        "tenant": principal.tenant,
+        "name": principal.name,
+        "email": principal.email,
+        "groups": principal.groups,
+        "roles": principal.roles,
+        "override": principal.is_override,
+        "password": phc.is_some(),
+    }));
+    Ok(0)
+}
+
+pub(super) async fn key(command: KeyCommand) -> anyhow::Result<i32> {
+    let KeyCommand::Create {
+        db,
+        principal,
+        scopes,
+        label,
+    } = command;
+    let parsed = tollgate::auth::parse_scopes(&scopes).map_err(|e| anyhow!("--scope: {e}"))?;
+    let engine = open_db(&db).await?;
+    if engine.principal(&principal).await?.is_none() {
+        bail!("--principal: unknown principal {principal:?} (add it with `tollgate user add`)");
+    }
+    let key = tollgate::auth::generate_key();
+    engine
+        .put_api_key(&key, &principal, &parsed, label.clone())
+        .await?;
+    print_json(&json!({
+        "key": key,
+        "principal": principal,
+        "scopes": parsed.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        "label": label,
+    }));
+    eprintln!("The key is shown only this once; only its SHA-256 digest is stored.");
+    Ok(0)
+}
+
+/// `token mint --config FILE --principal ID`: mints through the engine with
+/// the server configuration's database and signing keys.
+pub(super) async fn mint_token(
+    remote: Remote,
+    config: PathBuf,
+    principal: String,
+    run_id: String,
+    node_id: String,
+    intent: IntentArg,
+) -> anyhow::Result<i32> {
+    let config = crate::config::Config::load(Some(&config))?;
+    let engine = Engine::open(EngineOptions {
+        database_url: config.database.url.clone(),
+        durability: config.database.durability,
+        clock: std::sync::Arc::new(tollgate::SystemClock),
+    })
+    .await
+    .map_err(|e| anyhow!("cannot open {}: {e}", config.database.url))?;
+    engine.set_token_keys(
+        config
+            .token_keys
+            .iter()
+            .map(|k| tollgate::token::SigningKey {
+                kid: k.kid.clone(),
+                secret: k.secret.clone(),
+                retired: k.retired,
+            })
+            .collect(),
+        Some(config.server.token_ttl_minutes as i64 * 60_000),
+    );
+    if !engine.can_mint_tokens() {
+        bail!("the configuration has no active [[token_keys]] entry: links cannot be signed");
+    }
+    let recipient = engine
+        .principal(&principal)
+        .await?
+        .ok_or_else(|| anyhow!("--principal: unknown principal {principal:?}"))?;
+    let run_id = tollgate::ids::decode_path_id(&run_id);
+    let (token, expires) = engine
+        .mint_token(
+            &run_id,
+            &node_id,
+            &recipient,
+            match intent {
+                IntentArg::Resolve => tollgate::token::Intent::Resolve,
+                IntentArg::Inspect => tollgate::token::Intent::Inspect,
+            },
+        )
+        .await?;
+    let base = config
+        .server
+        .public_url
+        .clone()
+        .unwrap_or_else(|| remote.url.clone());
+    print_json(&json!({
+        "token": token,
+        "expiresAt": tollgate::clock::rfc3339(expires),
+        "intent": match intent { IntentArg::Resolve => "resolve", IntentArg::Inspect => "inspect" },
+        "url": format!("{}/t/{token}", base.trim_end_matches('/')),
+    }));
+    Ok(0)
+}

@@ -1,0 +1,401 @@
+//! The operator command line: subcommands of the `tollgate` binary that talk
+//! to a running server over the REST API (`run`, `interrupt`, `workflow put`,
+//! `token mint`), work offline on the SQLite file through the engine
+//! (`user add`, `key create`, `token mint --config`), or need neither
+//! (`schema`, `workflow validate`).
+//!
+//! Data goes to stdout as JSON; errors go to stderr in words; any failure
+//! exits non-zero (1; 2 for usage errors, as clap does).
+
+mod admin;
+mod remote;
+mod schemas;
+
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// The operator subcommands, flattened into the binary's command list.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Start, inspect, resume, cancel and follow runs on a running server.
+    Run(RunArgs),
+    /// List interrupts on a running server.
+    Interrupt(InterruptArgs),
+    /// Print the JSON Schema of a shape Tollgate accepts or emits.
+    Schema {
+        /// Which shape.
+        name: SchemaName,
+    },
+    /// Validate workflow definitions offline, or register them on a server.
+    Workflow(WorkflowArgs),
+    /// Interrupt links (signed tokens).
+    Token(TokenArgs),
+    /// Directory entries, written offline to the database file.
+    User(UserArgs),
+    /// API keys, written offline to the database file.
+    Key(KeyArgs),
+}
+
+/// How to reach a running server.
+#[derive(Args, Clone, Debug)]
+pub struct Remote {
+    /// Base URL of the server.
+    #[arg(
+        long,
+        env = "TOLLGATE_URL",
+        default_value = "http://127.0.0.1:3000",
+        global = true
+    )]
+    pub url: String,
+    /// API key (sent as `Authorization: Bearer`).
+    #[arg(long, env = "TOLLGATE_API_KEY", hide_env_values = true, global = true)]
+    pub key: Option<String>,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    remote: Remote,
+    #[command(subcommand)]
+    command: RunCommand,
+}
+
+#[derive(Subcommand)]
+enum RunCommand {
+    /// Start a run of a registered workflow (POST /runs); prints `{runId, status, eventsUrl, statusUrl}`.
+    Start {
+        /// The workflow id.
+        workflow_id: String,
+        /// The run's inputs: a JSON object, `@file` or `@-` (stdin).
+        #[arg(long)]
+        inputs: Option<String>,
+        /// Idempotency-Key: a retry with the same key and body returns the first answer.
+        /// 22–128 characters of `A-Z a-z 0-9 . _ ~ -`.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Print a run's snapshot (GET /runs/{runId}), or with `--node` the interrupt
+    /// at that node: payload, contract (request and resume schema, outcomes),
+    /// votes, quorum and deadline.
+    Inspect {
+        /// The run id (`tenant/opaque` or `tenant~2Fopaque`).
+        run_id: String,
+        /// Show the interrupt at this node instead of the snapshot.
+        #[arg(long)]
+        node: Option<String>,
+    },
+    /// Resolve (or vote on) the interrupt at a node (POST /runs/{runId}/interrupts/{nodeId}).
+    #[command(long_about = "Resolve (or vote on) the pending interrupt at a node: \
+POST /runs/{runId}/interrupts/{nodeId} with {\"resumeValue\": VALUE}.\n\n\
+The payload is validated against the interrupt's resume schema before anything changes \
+(the schema is member `resumeSchema` of `tollgate run inspect RUN --node NODE`): a value that does not fit is refused with \
+400 validation_error, nothing is recorded, and the offending field and message are printed on stderr \
+(every failure when there are several). Eligibility (approver lists, groups, roles, no self-approval) \
+and quorum are checked by the server as well: 403 when the key's principal may not decide, \
+409 when the interrupt is already resolved.\n\n\
+On success prints {runId, nodeId, status}; a vote that does not decide the gate yet leaves the status unchanged.")]
+    Resume {
+        /// The run id (`tenant/opaque` or `tenant~2Fopaque`).
+        run_id: String,
+        /// The interrupt's node id.
+        node_id: String,
+        /// The resume value: JSON, `@file` or `@-` (stdin); e.g. '{"action":"accept"}'.
+        /// Validated against the interrupt's resume schema before anything changes.
+        #[arg(long)]
+        value: String,
+        /// Idempotency-Key for a safe retry.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Cancel a run (POST /runs/{runId}/cancel); prints `{runId, status}`.
+    Cancel {
+        /// The run id.
+        run_id: String,
+        /// Why; recorded in the `run.cancelled` event.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Print a run's events, one JSON event per line.
+    Events {
+        /// The run id.
+        run_id: String,
+        /// Keep long-polling (GET /runs/{runId}/events/poll) until the run ends.
+        #[arg(long, short)]
+        follow: bool,
+        /// Only events after this sequence number.
+        #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+        after: i64,
+    },
+}
+
+#[derive(Args)]
+pub struct InterruptArgs {
+    #[command(flatten)]
+    remote: Remote,
+    #[command(subcommand)]
+    command: InterruptCommand,
+}
+
+#[derive(Subcommand)]
+enum InterruptCommand {
+    /// Interrupts of the key's tenant, newest first (GET /interrupts); prints `{interrupts: [...]}`.
+    List {
+        /// pending, resolved, expired or cancelled.
+        #[arg(long)]
+        status: Option<String>,
+        /// Only interrupts of this workflow.
+        #[arg(long)]
+        workflow: Option<String>,
+        /// Only interrupts of this kind (approval, clarification, external-event, …).
+        #[arg(long)]
+        kind: Option<String>,
+        /// At most this many.
+        #[arg(long)]
+        limit: Option<i64>,
+    },
+}
+
+/// The shapes `tollgate schema` can print.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+#[value(rename_all = "verbatim")]
+pub enum SchemaName {
+    /// A node of type core.interrupt / core.approvalGate / core.clarificationGate.
+    InterruptNode,
+    /// A workflow definition as registered (PUT /workflows/{id}).
+    Workflow,
+    /// The payload of a suspended interrupt (`interrupt.requested`).
+    InterruptPayload,
+    /// GET /runs/{runId}.
+    RunSnapshot,
+    /// The body of POST /runs/{runId}/interrupts/{nodeId}.
+    ResumeValue,
+    /// One run event.
+    Event,
+    /// The error envelope of every 4xx/5xx answer.
+    ErrorEnvelope,
+}
+
+#[derive(Args)]
+pub struct WorkflowArgs {
+    #[command(subcommand)]
+    command: WorkflowCommand,
+}
+
+#[derive(Subcommand)]
+enum WorkflowCommand {
+    /// Check a workflow definition with the same rules as registration (offline);
+    /// prints `{valid, id, nodes}` or `{valid: false, error, details}` and exits 1.
+    Validate {
+        /// The workflow JSON file (`-` for stdin).
+        file: PathBuf,
+    },
+    /// Register or replace a workflow on the server (PUT /workflows/{id}; admin scope).
+    Put {
+        #[command(flatten)]
+        remote: Remote,
+        /// The workflow JSON file (`-` for stdin); its `id` names the workflow.
+        file: PathBuf,
+    },
+}
+
+#[derive(Args)]
+pub struct TokenArgs {
+    #[command(subcommand)]
+    command: TokenCommand,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum IntentArg {
+    Resolve,
+    Inspect,
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Mint an interrupt link for a pending interrupt; prints `{token, expiresAt, url}`.
+    #[command(
+        long_about = "Mint an interrupt link for a pending interrupt; prints {token, expiresAt, url} \
+where url is <url>/t/<token>.\n\n\
+Online (default): asks the server (GET /runs/{runId}/interrupts/{nodeId}) for a token \
+minted for the calling key's principal; the server needs an active [[token_keys]] entry.\n\n\
+Offline (--config FILE --principal ID): reads the server's configuration (database and \
+signing keys) and mints for that principal directly through the engine."
+    )]
+    Mint {
+        #[command(flatten)]
+        remote: Remote,
+        /// The run id.
+        run_id: String,
+        /// The interrupt's node id.
+        node_id: String,
+        /// `resolve` (inspect and decide) or `inspect` (look only).
+        #[arg(long, value_enum, default_value = "resolve")]
+        intent: IntentArg,
+        /// Mint offline with this server configuration file (its database and token keys).
+        #[arg(long, requires = "principal")]
+        config: Option<PathBuf>,
+        /// With --config: the recipient principal.
+        #[arg(long, requires = "config")]
+        principal: Option<String>,
+    },
+}
+
+#[derive(Args)]
+pub struct UserArgs {
+    #[command(subcommand)]
+    command: UserCommand,
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Create or replace a principal in the database file (offline); prints the principal.
+    Add {
+        /// The SQLite database file (created if missing).
+        #[arg(long)]
+        db: PathBuf,
+        /// Principal id (no '/' or spaces).
+        #[arg(long)]
+        id: String,
+        /// Display name (defaults to the id).
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        email: Option<String>,
+        /// Tenant (the server's `server.tenant` is `default` unless configured).
+        #[arg(long, default_value = "default")]
+        tenant: String,
+        /// A group (repeatable); matched by approverGroupRefs.
+        #[arg(long = "group")]
+        groups: Vec<String>,
+        /// A role (repeatable); matched by approverRoleRefs.
+        #[arg(long = "role")]
+        roles: Vec<String>,
+        /// May release a gate alone where the gate sets overrideBypassesQuorum.
+        #[arg(long = "override")]
+        is_override: bool,
+        /// Read a console password from stdin (first line) and store its argon2 hash.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct KeyArgs {
+    #[command(subcommand)]
+    command: KeyCommand,
+}
+
+#[derive(Subcommand)]
+enum KeyCommand {
+    /// Generate an API key for a principal and store its digest in the database
+    /// file (offline); prints `{key, principal, scopes, label}` — the key is shown
+    /// only this once.
+    Create {
+        /// The SQLite database file.
+        #[arg(long)]
+        db: PathBuf,
+        /// The principal the key acts as (must exist; see `tollgate user add`).
+        #[arg(long)]
+        principal: String,
+        /// A scope (repeatable): runs:create, runs:read, runs:cancel, approvals:respond, admin.
+        #[arg(long = "scope", required = true)]
+        scopes: Vec<String>,
+        /// A label to recognise the key by.
+        #[arg(long)]
+        label: Option<String>,
+    },
+}
+
+/// Runs one operator command; returns the process exit code.
+pub fn run(command: Command) -> i32 {
+    match execute(command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    }
+}
+
+fn execute(command: Command) -> anyhow::Result<i32> {
+    match command {
+        Command::Schema { name } => {
+            print!("{}", schemas::text(name));
+            Ok(0)
+        }
+        Command::Workflow(WorkflowArgs {
+            command: WorkflowCommand::Validate { file },
+        }) => admin::validate_workflow(&file),
+        Command::Workflow(WorkflowArgs {
+            command: WorkflowCommand::Put { remote, file },
+        }) => block_on(remote::put_workflow(remote, file)),
+        Command::Run(args) => block_on(remote::run(args.remote, args.command)),
+        Command::Interrupt(args) => block_on(remote::interrupt(args.remote, args.command)),
+        Command::Token(TokenArgs {
+            command:
+                TokenCommand::Mint {
+                    remote,
+                    run_id,
+                    node_id,
+                    intent,
+                    config: Some(config),
+                    principal: Some(principal),
+                },
+        }) => block_on(admin::mint_token(
+            remote, config, principal, run_id, node_id, intent,
+        )),
+        Command::Token(TokenArgs {
+            command:
+                TokenCommand::Mint {
+                    remote,
+                    run_id,
+                    node_id,
+                    intent,
+                    ..
+                },
+        }) => block_on(remote::mint_token(remote, run_id, node_id, intent)),
+        Command::User(UserArgs { command }) => block_on(admin::user(command)),
+        Command::Key(KeyArgs { command }) => block_on(admin::key(command)),
+    }
+}
+
+fn block_on<F: std::future::Future<Output = anyhow::Result<i32>>>(f: F) -> anyhow::Result<i32> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(f)
+}
+
+/// A JSON argument: inline JSON, `@file`, or `@-` for stdin.
+fn json_arg(what: &str, text: &str) -> anyhow::Result<Value> {
+    let (source, body) = if text == "@-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
+        ("stdin".to_string(), s)
+    } else if let Some(path) = text.strip_prefix('@') {
+        let s =
+            std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{what}: cannot read {path}: {e}"))?;
+        (path.to_string(), s)
+    } else {
+        ("the argument".to_string(), text.to_string())
+    };
+    serde_json::from_str(&body).map_err(|e| anyhow::anyhow!("{what}: {source} is not JSON: {e}"))
+}
+
+/// Reads a file, or stdin for `-`.
+fn read_file(path: &std::path::Path) -> anyhow::Result<String> {
+    if path.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
+        return Ok(s);
+    }
+    std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))
+}
+
+fn print_json(v: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+    );
+}
