@@ -3,7 +3,6 @@
 use crate::api;
 use crate::config::Config;
 use crate::state::AppState;
-use axum::routing::get;
 use axum::Router;
 use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
@@ -67,7 +66,6 @@ pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(tollgate_app::App);
     let engine = state.engine.clone();
     Router::new()
-        .route("/healthz", get(healthz))
         .merge(api::router())
         .leptos_routes_with_context(&state, routes, move || provide_context(engine.clone()), {
             let leptos = leptos.clone();
@@ -76,20 +74,9 @@ pub fn router(state: AppState) -> Router {
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
             tollgate_app::shell,
         ))
+        .layer(axum::middleware::from_fn(api::metrics::track_http))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
-}
-
-async fn healthz(axum::extract::State(state): axum::extract::State<AppState>) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    match state.engine.overview().await {
-        Ok(_) => axum::Json(serde_json::json!({"status": "ok"})).into_response(),
-        Err(e) => (
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(serde_json::json!({"status": "unavailable", "error": e.to_string()})),
-        )
-            .into_response(),
-    }
 }
 
 /// Fires passed deadlines and due delays. Deadlines missed while the server

@@ -1,11 +1,29 @@
 //! `GET /.well-known/openwop`: the v2 discovery document.
 
+use super::schema::*;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::json;
 
+#[utoipa::path(
+    get,
+    path = "/.well-known/openwop",
+    tag = "discovery",
+    operation_id = "discovery",
+    summary = "OpenWOP discovery document",
+    params(
+        ("If-None-Match" = Option<String>, Header, description = "An ETag from an earlier answer; 304 when it still matches"),
+        ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
+    ),
+    responses(
+        (status = 200, description = "Protocol versions, loaded fixtures, the interrupt family", body = Discovery, headers(("ETag" = String, description = "Strong ETag"))),
+        (status = 304, description = "Not modified (`If-None-Match` matched)"),
+        (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
+        (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
+    )
+)]
 pub async fn discovery(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let doc = json!({
         "protocolVersions": [super::PROTOCOL_VERSION],

@@ -2,6 +2,7 @@
 
 use super::error::{ApiError, ApiResult};
 use super::extract::Authed;
+use super::schema::*;
 use crate::state::AppState;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -39,6 +40,32 @@ fn check_stream_mode(mode: Option<&str>) -> ApiResult<()> {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/runs/{runId}/events",
+    tag = "runs",
+    operation_id = "streamRunEvents",
+    summary = "The run event log (SSE or JSON)",
+    security(("bearer" = ["runs:read"])),
+    params(
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` or `tenant%2Fopaque`"),
+        ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this sequence"),
+        ("afterSequence" = Option<i64>, Query, description = "Events after this sequence (default -1: all)"),
+        ("streamMode" = Option<String>, Query, description = "`updates` or `debug`"),
+        ("bufferMs" = Option<u64>, Query, description = "Accepted for compatibility; events are sent as they commit"),
+        ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
+    ),
+    responses(
+        (status = 200, description = "SSE (`id:` sequence, `event:` type, `data:` the event; keep-alives every 15 s; closes after the terminal event), or `{runId, events}` with `Accept: application/json`", content((EventsResponse = "application/json"), (String = "text/event-stream"))),
+        (status = 400, description = "`validation_error` (malformed run id or query) or `unsupported_stream_mode`", body = ErrorEnvelope),
+        (status = 401, description = "`unauthenticated`: missing, malformed or unknown API key", body = ErrorEnvelope, headers(("WWW-Authenticate" = String, description = "`Bearer`"))),
+        (status = 403, description = "`forbidden`: the key lacks the scope; `id_tenant_mismatch`: the run belongs to another tenant", body = ErrorEnvelope),
+        (status = 404, description = "`not_found`: no such run", body = ErrorEnvelope),
+        (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
+        (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
+        (status = 500, description = "`internal_error`", body = ErrorEnvelope),
+    )
+)]
 /// `GET /runs/{runId}/events`: SSE, or `{events}` JSON when the client asks for JSON.
 pub async fn stream(
     State(state): State<AppState>,
@@ -157,6 +184,31 @@ pub struct PollQuery {
     stream_mode: Option<String>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/runs/{runId}/events/poll",
+    tag = "runs",
+    operation_id = "pollRunEvents",
+    summary = "Long poll for run events",
+    security(("bearer" = ["runs:read"])),
+    params(
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` or `tenant%2Fopaque`"),
+        ("afterSequence" = Option<i64>, Query, description = "Events after this sequence (≥ -1, default -1)"),
+        ("timeout" = Option<f64>, Query, description = "Seconds to wait for an event, 1–60 (default 30)"),
+        ("streamMode" = Option<String>, Query, description = "`updates` or `debug`"),
+        ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
+    ),
+    responses(
+        (status = 200, description = "Events after `afterSequence` (empty when the timeout passed)", body = PollResponse),
+        (status = 400, description = "`validation_error` (`details.field`: `timeout`, `afterSequence`, malformed run id) or `unsupported_stream_mode`", body = ErrorEnvelope),
+        (status = 401, description = "`unauthenticated`: missing, malformed or unknown API key", body = ErrorEnvelope, headers(("WWW-Authenticate" = String, description = "`Bearer`"))),
+        (status = 403, description = "`forbidden`: the key lacks the scope; `id_tenant_mismatch`: the run belongs to another tenant", body = ErrorEnvelope),
+        (status = 404, description = "`not_found`: no such run", body = ErrorEnvelope),
+        (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
+        (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
+        (status = 500, description = "`internal_error`", body = ErrorEnvelope),
+    )
+)]
 /// `GET /runs/{runId}/events/poll`: long poll for events after `afterSequence`.
 pub async fn poll(
     State(state): State<AppState>,

@@ -5,41 +5,59 @@ pub mod discovery;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod metrics;
+pub mod openapi;
+pub mod ops;
 pub mod runs;
+pub mod schema;
 pub mod tokens;
 pub mod workflows;
 
 use crate::state::AppState;
 use axum::extract::Request;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::Router;
 use error::ApiError;
+
+include!("route_table.rs");
 
 /// The protocol version this host speaks; sent on every protocol response.
 pub const PROTOCOL_VERSION: &str = "2.0";
 
+/// Builds a router from the route table.
+macro_rules! build_router {
+    ($($method:ident $path:literal => $handler:path,)*) => {{
+        let router: Router<AppState> = Router::new();
+        $(
+            let router = router.route(
+                $path,
+                axum::routing::on(axum::routing::MethodFilter::$method, $handler),
+            );
+        )*
+        router
+    }};
+}
+
+/// Lists the route table as `(method, path)`.
+macro_rules! list_routes {
+    ($($method:ident $path:literal => $handler:path,)*) => {
+        vec![$((Method::$method, $path),)*]
+    };
+}
+
+/// Every route `router()` serves, from the same table.
+#[cfg_attr(not(test), allow(dead_code))]
+pub fn api_routes() -> Vec<(Method, &'static str)> {
+    api_route_table!(list_routes)
+}
+
+/// The REST API, `/healthz`, `/metrics` and `/openapi.json`. Routes come only
+/// from `route_table.rs`, which the OpenAPI test compares with the document.
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/.well-known/openwop", get(discovery::discovery))
-        .route("/runs", post(runs::create_run))
-        .route("/runs/{run_id}", get(runs::get_run))
-        .route("/runs/{run_id}/cancel", post(runs::cancel_run))
-        .route("/runs/{run_id}/events", get(events::stream))
-        .route("/runs/{run_id}/events/poll", get(events::poll))
-        .route(
-            "/runs/{run_id}/interrupts/{node_id}",
-            post(runs::resolve).get(runs::inspect),
-        )
-        .route("/workflows", get(workflows::list))
-        .route(
-            "/workflows/{workflow_id}",
-            get(workflows::get).put(workflows::put),
-        )
-        .route("/interrupts", get(runs::list_interrupts))
-        .route("/interrupts/{token}", get(tokens::inspect).post(tokens::resolve))
+    metrics::install();
+    api_route_table!(build_router)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(protocol_version))
 }

@@ -2,6 +2,8 @@
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{idempotency, Authed, JsonBody};
+use super::metrics::{self, ResolveOutcome};
+use super::schema::*;
 use crate::state::AppState;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -31,6 +33,30 @@ pub fn respond<T: serde::Serialize>(
     res
 }
 
+#[utoipa::path(
+    post,
+    path = "/runs",
+    tag = "runs",
+    operation_id = "createRun",
+    summary = "Start a run",
+    security(("bearer" = ["runs:create"])),
+    params(
+        ("Idempotency-Key" = Option<String>, Header, description = "`^[A-Za-z0-9._~-]{22,128}$`; the same key and body replay the stored answer with `OpenWOP-Idempotent-Replay: true`"),
+        ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
+    ),
+    request_body = CreateRunRequest,
+    responses(
+        (status = 201, description = "The run was created", body = CreateRunResponse),
+        (status = 400, description = "`validation_error` (`details.field` names the member) or `idempotency_key_invalid`", body = ErrorEnvelope),
+        (status = 401, description = "`unauthenticated`: missing, malformed or unknown API key", body = ErrorEnvelope, headers(("WWW-Authenticate" = String, description = "`Bearer`"))),
+        (status = 403, description = "`forbidden`: the key lacks the scope; `id_tenant_mismatch`: the run belongs to another tenant", body = ErrorEnvelope),
+        (status = 404, description = "`not_found`: unknown workflow", body = ErrorEnvelope),
+        (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
+        (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
+        (status = 409, description = "`idempotency_key_mismatch`: the key was used with another body", body = ErrorEnvelope),
+        (status = 500, description = "`internal_error`", body = ErrorEnvelope),
+    )
+)]
 pub async fn create_run(
     State(state): State<AppState>,
     auth: Authed,
@@ -59,6 +85,30 @@ pub async fn create_run(
     }))
 }
 
+#[utoipa::path(
+    get,
+    path = "/runs/{runId}",
+    tag = "runs",
+    operation_id = "getRun",
+    summary = "The RunSnapshot",
+    security(("bearer" = ["runs:read"])),
+    params(
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` or `tenant%2Fopaque`"),
+        ("If-None-Match" = Option<String>, Header, description = "An ETag from an earlier answer; 304 when it still matches"),
+        ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
+    ),
+    responses(
+        (status = 200, description = "RunSnapshot v2", body = RunSnapshot, headers(("ETag" = String, description = "Strong ETag of the snapshot"))),
+        (status = 304, description = "Not modified (`If-None-Match` matched)"),
+        (status = 400, description = "`validation_error`: malformed run id", body = ErrorEnvelope),
+        (status = 401, description = "`unauthenticated`: missing, malformed or unknown API key", body = ErrorEnvelope, headers(("WWW-Authenticate" = String, description = "`Bearer`"))),
+        (status = 403, description = "`forbidden`: the key lacks the scope; `id_tenant_mismatch`: the run belongs to another tenant", body = ErrorEnvelope),
+        (status = 404, description = "`not_found`: no such run", body = ErrorEnvelope),
+        (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
+        (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
+        (status = 500, description = "`internal_error`", body = ErrorEnvelope),
+    )
+)]
 /// RunSnapshot v2 with an ETag; `If-None-Match` with the current tag answers 304.
 pub async fn get_run(
     State(state): State<AppState>,
@@ -78,6 +128,31 @@ pub struct CancelBody {
     reason: Option<String>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/runs/{runId}/cancel",
+    tag = "runs",
+    operation_id = "cancelRun",
+    summary = "Cancel a run",
+    security(("bearer" = ["runs:cancel"])),
+    params(
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` or `tenant%2Fopaque`"),
+        ("Idempotency-Key" = Option<String>, Header, description = "`^[A-Za-z0-9._~-]{22,128}$`; the same key and body replay the stored answer with `OpenWOP-Idempotent-Replay: true`"),
+        ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
+    ),
+    request_body = CancelRequest,
+    responses(
+        (status = 200, description = "The run is cancelled", body = CancelResponse),
+        (status = 400, description = "`validation_error` (malformed run id or body) or `idempotency_key_invalid`", body = ErrorEnvelope),
+        (status = 401, description = "`unauthenticated`: missing, malformed or unknown API key", body = ErrorEnvelope, headers(("WWW-Authenticate" = String, description = "`Bearer`"))),
+        (status = 403, description = "`forbidden`: the key lacks the scope; `id_tenant_mismatch`: the run belongs to another tenant", body = ErrorEnvelope),
+        (status = 404, description = "`not_found`: no such run", body = ErrorEnvelope),
+        (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
+        (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
+        (status = 409, description = "`run_terminal`: the run already ended; `idempotency_key_mismatch`", body = ErrorEnvelope),
+        (status = 500, description = "`internal_error`", body = ErrorEnvelope),
+    )
+)]
 pub async fn cancel_run(
     State(state): State<AppState>,
     auth: Authed,
@@ -105,6 +180,32 @@ pub struct ResolveBody {
     pub resume_value: Value,
 }
 
+#[utoipa::path(
+    post,
+    path = "/runs/{runId}/interrupts/{nodeId}",
+    tag = "interrupts",
+    operation_id = "resolveInterruptByRun",
+    summary = "Resolve (or vote on) an interrupt",
+    security(("bearer" = ["approvals:respond"])),
+    params(
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` or `tenant%2Fopaque`"),
+        ("nodeId" = String, Path, description = "The interrupted node"),
+        ("Idempotency-Key" = Option<String>, Header, description = "`^[A-Za-z0-9._~-]{22,128}$`; the same key and body replay the stored answer with `OpenWOP-Idempotent-Replay: true`"),
+        ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
+    ),
+    request_body = ResolveRequest,
+    responses(
+        (status = 200, description = "Resolved, or a vote recorded that does not decide yet (status unchanged)", body = ResolveResponse, headers(("OpenWOP-Idempotent-Replay" = Option<String>, description = "`true` on a replay"))),
+        (status = 400, description = "`validation_error`: `details.field` names the member, `details.errors` lists resumeSchema failures; `idempotency_key_invalid`", body = ErrorEnvelope),
+        (status = 401, description = "`unauthenticated`: missing, malformed or unknown API key", body = ErrorEnvelope, headers(("WWW-Authenticate" = String, description = "`Bearer`"))),
+        (status = 403, description = "`forbidden`: the key lacks the scope or the caller is not eligible (self-approval, not an approver); `id_tenant_mismatch`", body = ErrorEnvelope),
+        (status = 404, description = "`not_found`: no such run or no interrupt at the node", body = ErrorEnvelope),
+        (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
+        (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
+        (status = 409, description = "`interrupt_already_resolved`, `run_terminal` or `idempotency_key_mismatch`", body = ErrorEnvelope),
+        (status = 500, description = "`internal_error`", body = ErrorEnvelope),
+    )
+)]
 pub async fn resolve(
     State(state): State<AppState>,
     auth: Authed,
@@ -112,17 +213,44 @@ pub async fn resolve(
     Path((run_id, node_id)): Path<(String, String)>,
     JsonBody(body, raw): JsonBody<ResolveBody>,
 ) -> ApiResult<Response> {
-    auth.require(Scope::ApprovalsRespond)?;
-    let run_id = parse_run_id(&run_id)?;
-    let idem = idempotency(
-        &headers,
-        &format!("resolveInterruptByRun {run_id} {node_id}"),
-        &raw,
-    )?;
-    let outcome = state
-        .engine
-        .resolve(&run_id, &node_id, body.resume_value, &auth.actor, idem)
-        .await?;
+    let started = std::time::Instant::now();
+    let result = async {
+        auth.require(Scope::ApprovalsRespond)?;
+        let run_id = parse_run_id(&run_id)?;
+        let idem = idempotency(
+            &headers,
+            &format!("resolveInterruptByRun {run_id} {node_id}"),
+            &raw,
+        )?;
+        Ok::<_, ApiError>(
+            state
+                .engine
+                .resolve(&run_id, &node_id, body.resume_value, &auth.actor, idem)
+                .await?,
+        )
+    }
+    .await;
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            metrics::record_resolve("api", ResolveOutcome::Error(e.code), started);
+            return Err(e);
+        }
+    };
+    let measured = match &outcome.result {
+        Err(e) => ResolveOutcome::Error(e.code()),
+        Ok(r) if !is_waiting(&r.status) => ResolveOutcome::Decided,
+        // Still waiting: decided only if the interrupt at the node is no longer pending.
+        Ok(r) => match state
+            .engine
+            .inspect_interrupt(&r.run_id, &r.node_id, &auth.actor)
+            .await
+        {
+            Ok(view) if view.status == "pending" => ResolveOutcome::VoteRecorded,
+            _ => ResolveOutcome::Decided,
+        },
+    };
+    metrics::record_resolve("api", measured, started);
     Ok(respond(
         outcome,
         StatusCode::OK,
@@ -130,6 +258,34 @@ pub async fn resolve(
     ))
 }
 
+/// A run status of a suspended run.
+pub fn is_waiting(status: &str) -> bool {
+    status.starts_with("waiting-")
+}
+
+#[utoipa::path(
+    get,
+    path = "/runs/{runId}/interrupts/{nodeId}",
+    tag = "interrupts",
+    operation_id = "getInterruptByRun",
+    summary = "The interrupt at a node (host extension)",
+    security(("bearer" = ["runs:read"])),
+    params(
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` or `tenant%2Fopaque`"),
+        ("nodeId" = String, Path, description = "The interrupted node"),
+        ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
+    ),
+    responses(
+        (status = 200, description = "The latest interrupt at the node with its contract, votes and deadline", body = InterruptView),
+        (status = 400, description = "`validation_error`: malformed run id", body = ErrorEnvelope),
+        (status = 401, description = "`unauthenticated`: missing, malformed or unknown API key", body = ErrorEnvelope, headers(("WWW-Authenticate" = String, description = "`Bearer`"))),
+        (status = 403, description = "`forbidden`: the key lacks the scope; `id_tenant_mismatch`: the run belongs to another tenant", body = ErrorEnvelope),
+        (status = 404, description = "`not_found`: no such run or no interrupt at the node", body = ErrorEnvelope),
+        (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
+        (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
+        (status = 500, description = "`internal_error`", body = ErrorEnvelope),
+    )
+)]
 /// Host extension: the interrupt at a node with its contract, votes and deadline.
 pub async fn inspect(
     State(state): State<AppState>,
@@ -156,6 +312,30 @@ pub struct ListQuery {
     limit: Option<i64>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/interrupts",
+    tag = "interrupts",
+    operation_id = "listInterrupts",
+    summary = "Interrupts of the caller's tenant, newest first (host extension)",
+    security(("bearer" = ["runs:read"])),
+    params(
+        ("status" = Option<String>, Query, description = "`pending` or `resolved`"),
+        ("workflowId" = Option<String>, Query, description = "Only this workflow"),
+        ("kind" = Option<String>, Query, description = "Only this interrupt kind"),
+        ("limit" = Option<i64>, Query, description = "At most this many (default 50)"),
+        ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
+    ),
+    responses(
+        (status = 200, description = "The interrupts", body = InterruptList),
+        (status = 400, description = "`validation_error`: unknown or malformed query parameter", body = ErrorEnvelope),
+        (status = 401, description = "`unauthenticated`: missing, malformed or unknown API key", body = ErrorEnvelope, headers(("WWW-Authenticate" = String, description = "`Bearer`"))),
+        (status = 403, description = "`forbidden`: the key lacks the scope", body = ErrorEnvelope),
+        (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
+        (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
+        (status = 500, description = "`internal_error`", body = ErrorEnvelope),
+    )
+)]
 /// Host extension: interrupts in the caller's tenant, newest first.
 pub async fn list_interrupts(
     State(state): State<AppState>,

@@ -2,6 +2,7 @@
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{Authed, JsonBody};
+use super::schema::*;
 use crate::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -10,11 +11,51 @@ use serde_json::{json, Value};
 use tollgate::auth::Scope;
 use tollgate::EngineError;
 
+#[utoipa::path(
+    get,
+    path = "/workflows",
+    tag = "workflows",
+    operation_id = "listWorkflows",
+    summary = "Registered workflows",
+    security(("bearer" = ["runs:read"])),
+    params(
+        ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
+    ),
+    responses(
+        (status = 200, description = "The workflows", body = WorkflowList),
+        (status = 401, description = "`unauthenticated`: missing, malformed or unknown API key", body = ErrorEnvelope, headers(("WWW-Authenticate" = String, description = "`Bearer`"))),
+        (status = 403, description = "`forbidden`: the key lacks the scope", body = ErrorEnvelope),
+        (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
+        (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
+        (status = 500, description = "`internal_error`", body = ErrorEnvelope),
+    )
+)]
 pub async fn list(State(state): State<AppState>, auth: Authed) -> ApiResult<Json<Value>> {
     auth.require(Scope::RunsRead)?;
     Ok(Json(json!({ "workflows": state.engine.workflows() })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/workflows/{workflowId}",
+    tag = "workflows",
+    operation_id = "getWorkflow",
+    summary = "A workflow definition as registered",
+    security(("bearer" = ["runs:read"])),
+    params(
+        ("workflowId" = String, Path, description = "Workflow id"),
+        ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
+    ),
+    responses(
+        (status = 200, description = "The definition", body = WorkflowDefinition),
+        (status = 401, description = "`unauthenticated`: missing, malformed or unknown API key", body = ErrorEnvelope, headers(("WWW-Authenticate" = String, description = "`Bearer`"))),
+        (status = 403, description = "`forbidden`: the key lacks the scope", body = ErrorEnvelope),
+        (status = 404, description = "`not_found`: no such workflow", body = ErrorEnvelope),
+        (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
+        (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
+        (status = 500, description = "`internal_error`", body = ErrorEnvelope),
+    )
+)]
 pub async fn get(
     State(state): State<AppState>,
     auth: Authed,
@@ -28,6 +69,29 @@ pub async fn get(
         .ok_or_else(|| EngineError::NotFound(format!("no workflow \"{id}\"")).into())
 }
 
+#[utoipa::path(
+    put,
+    path = "/workflows/{workflowId}",
+    tag = "workflows",
+    operation_id = "putWorkflow",
+    summary = "Register or replace a workflow",
+    security(("bearer" = ["admin"])),
+    params(
+        ("workflowId" = String, Path, description = "Workflow id; the body's `id`, when present, must match"),
+        ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
+    ),
+    request_body = WorkflowDefinition,
+    responses(
+        (status = 200, description = "Replaced", body = WorkflowInfo),
+        (status = 201, description = "Registered", body = WorkflowInfo),
+        (status = 400, description = "`validation_error`: the definition is refused; the message names the node and the problem", body = ErrorEnvelope),
+        (status = 401, description = "`unauthenticated`: missing, malformed or unknown API key", body = ErrorEnvelope, headers(("WWW-Authenticate" = String, description = "`Bearer`"))),
+        (status = 403, description = "`forbidden`: the key lacks the admin scope", body = ErrorEnvelope),
+        (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
+        (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
+        (status = 500, description = "`internal_error`", body = ErrorEnvelope),
+    )
+)]
 /// Registers or replaces a definition; it is validated first (400 naming node and problem).
 pub async fn put(
     State(state): State<AppState>,
