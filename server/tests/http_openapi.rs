@@ -317,6 +317,15 @@ async fn openapi_document_is_3_1_valid_and_lists_every_route_the_router_serves()
         json!(["admin"])
     );
 
+    // A malformed query answers the envelope too, naming the parameter.
+    let r = s.get("/interrupts?bogus=1", ADMIN).await;
+    r.expect(400, Some("validation_error"));
+    assert_eq!(r.body["details"]["field"], "bogus");
+    let r = s
+        .get(&format!("/runs/{}/events/poll?timeout=x", seg("acme/r")), ADMIN)
+        .await;
+    r.expect(400, Some("validation_error"));
+
     // The router really serves each documented operation (a JSON answer, not
     // the console's fallback), and no other method on the same paths.
     for (method, path) in &routed {

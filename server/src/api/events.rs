@@ -1,10 +1,10 @@
 //! The run event log over SSE (with `Last-Event-ID`) and long polling.
 
 use super::error::{ApiError, ApiResult};
-use super::extract::Authed;
+use super::extract::{ApiQuery, Authed};
 use super::schema::*;
 use crate::state::AppState;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -72,7 +72,7 @@ pub async fn stream(
     auth: Authed,
     headers: HeaderMap,
     Path(run_id): Path<String>,
-    Query(q): Query<StreamQuery>,
+    ApiQuery(q): ApiQuery<StreamQuery>,
 ) -> ApiResult<Response> {
     auth.require(Scope::RunsRead)?;
     check_stream_mode(q.stream_mode.as_deref())?;
@@ -214,7 +214,7 @@ pub async fn poll(
     State(state): State<AppState>,
     auth: Authed,
     Path(run_id): Path<String>,
-    Query(q): Query<PollQuery>,
+    ApiQuery(q): ApiQuery<PollQuery>,
 ) -> ApiResult<Json<Value>> {
     auth.require(Scope::RunsRead)?;
     check_stream_mode(q.stream_mode.as_deref())?;

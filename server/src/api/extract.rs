@@ -83,6 +83,24 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     }
 }
 
+/// A query string; parse errors are 400 `validation_error` naming the
+/// parameter (axum's own `Query` would answer plain text).
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::try_from_uri(&parts.uri)
+            .map(|q| ApiQuery(q.0))
+            .map_err(|e| {
+                let text = e.body_text();
+                let field = extract_backticked(&text).unwrap_or_else(|| "query".into());
+                ApiError::validation(&field, text)
+            })
+    }
+}
+
 fn extract_backticked(msg: &str) -> Option<String> {
     let start = msg.find('`')? + 1;
     let end = msg[start..].find('`')? + start;

@@ -1,11 +1,11 @@
 //! Runs and interrupts.
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{idempotency, Authed, JsonBody};
+use super::extract::{idempotency, ApiQuery, Authed, JsonBody};
 use super::metrics::{self, ResolveOutcome};
 use super::schema::*;
 use crate::state::AppState;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -340,7 +340,7 @@ pub struct ListQuery {
 pub async fn list_interrupts(
     State(state): State<AppState>,
     auth: Authed,
-    Query(q): Query<ListQuery>,
+    ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<Value>> {
     auth.require(Scope::RunsRead)?;
     let filter = InterruptFilter {
