@@ -22,9 +22,66 @@ pub struct Config {
     pub api_keys: Vec<ApiKeyConfig>,
     #[serde(default)]
     pub token_keys: Vec<TokenKeyConfig>,
+    /// Outgoing mail; without it messages go to the dev outbox.
+    #[serde(default)]
+    pub smtp: Option<SmtpConfig>,
+    #[serde(default)]
+    pub notifications: NotificationsConfig,
     /// Runs to start when the database has none (demo data).
     #[serde(default)]
     pub demo_runs: Vec<DemoRunConfig>,
+    /// Lines printed at start (demo only), e.g. the demo people's sign-in
+    /// passwords. Sign-in checks `password_hash`, never these.
+    #[serde(default)]
+    pub demo_notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmtpConfig {
+    pub host: String,
+    #[serde(default = "default_smtp_port")]
+    pub port: u16,
+    #[serde(default)]
+    pub tls: SmtpTls,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// Sender, e.g. `Tollgate <tollgate@example.com>`.
+    pub from: String,
+}
+
+fn default_smtp_port() -> u16 {
+    587
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SmtpTls {
+    /// Plain SMTP (a local relay).
+    None,
+    /// STARTTLS upgrade (usually port 587).
+    #[default]
+    Starttls,
+    /// TLS from the first byte (usually port 465).
+    Tls,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotificationsConfig {
+    /// Send a reminder to those who have not voted this long before a deadline.
+    pub reminder_before_minutes: Option<u64>,
+    /// How often the outbox is checked, in milliseconds.
+    pub poll_interval_ms: u64,
+}
+
+impl Default for NotificationsConfig {
+    fn default() -> Self {
+        NotificationsConfig {
+            reminder_before_minutes: None,
+            poll_interval_ms: 1000,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -136,6 +193,9 @@ impl Config {
             api_keys: vec![],
             token_keys: vec![],
             demo_runs: vec![],
+            demo_notes: vec![],
+            smtp: None,
+            notifications: NotificationsConfig::default(),
         }));
         if let Some(path) = file {
             if !path.exists() {

@@ -3,7 +3,10 @@
 mod api;
 mod cli;
 mod config;
+mod console;
+mod mailer;
 mod server;
+mod session;
 mod state;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +31,10 @@ enum Command {
         #[arg(long, short)]
         config: Option<PathBuf>,
     },
+    /// Print the argon2 PHC string for a console password read from stdin
+    /// (for `[[principals]] password_hash`).
+    #[command(name = "hash-password")]
+    HashPassword,
     #[command(flatten)]
     Operator(cli::Command),
 }
@@ -39,6 +46,16 @@ fn main() -> anyhow::Result<()> {
             let config = config::Config::load(config.as_deref())?;
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             runtime.block_on(server::serve(config))
+        }
+        Command::HashPassword => {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line)?;
+            let password = line.trim_end_matches(['\r', '\n']);
+            if password.is_empty() {
+                anyhow::bail!("give the password on stdin");
+            }
+            println!("{}", tollgate::passwords::hash(password)?);
+            Ok(())
         }
         Command::Operator(command) => std::process::exit(cli::run(command)),
     }

@@ -2,6 +2,8 @@
 
 use crate::api;
 use crate::config::Config;
+use crate::console;
+use crate::session;
 use crate::state::AppState;
 use axum::Router;
 use leptos::prelude::*;
@@ -43,40 +45,102 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     if config.server.public_url.is_none() {
         config.server.public_url = Some(format!("http://{addr}"));
     }
+    let state_config_notes = config.demo_notes.clone();
     let state = AppState {
         engine: engine.clone(),
         config: Arc::new(config),
         leptos,
     };
-    let app = router(state);
+    let secure = state
+        .config
+        .server
+        .public_url
+        .as_deref()
+        .is_some_and(|u| u.starts_with("https://"));
+    let sessions = crate::session::layer(&state.config.database.url, secure).await?;
+    let mail_config = state.config.clone();
+    let app = router(state).layer(sessions);
 
     let timers = tokio::spawn(run_timers(engine.clone(), interval));
+    let mailer = tokio::spawn(crate::mailer::run(engine.clone(), mail_config));
     // Printed for people and for tests that bind port 0.
     println!("tollgate listening on http://{addr}");
+    for note in &state_config_notes {
+        println!("{note}");
+    }
     tracing::info!(%addr, "listening");
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     timers.abort();
+    mailer.abort();
     Ok(())
 }
 
+/// The whole application without the session layer (which `serve` adds
+/// outermost): REST API, console pages and posts, static files.
 pub fn router(state: AppState) -> Router {
     let leptos = state.leptos.clone();
-    let routes = generate_route_list(tollgate_app::App);
-    let engine = state.engine.clone();
+    // The interrupt page shares its path with the REST API's
+    // `GET|POST /runs/{runId}/interrupts/{nodeId}`; browsers (HTML wanted or a
+    // form posted, no bearer key) are sent to a console router of its own.
+    let (interrupt_pages, pages): (Vec<_>, Vec<_>) = generate_route_list(tollgate_app::App)
+        .into_iter()
+        .partition(|r| r.path().starts_with("/runs/"));
+    let context = {
+        let engine = state.engine.clone();
+        move || provide_context(engine.clone())
+    };
+    let shell = {
+        let leptos = leptos.clone();
+        move || tollgate_app::shell(leptos.clone())
+    };
+    let console: Router = Router::new()
+        .leptos_routes_with_context(&state, interrupt_pages, context.clone(), shell.clone())
+        .route(
+            // The same path and parameter names as the page's route.
+            "/runs/{run_id}/interrupts/{node_id}",
+            axum::routing::post(console::decide_signed_in),
+        )
+        .with_state(state.clone());
     Router::new()
+        .route("/signin", axum::routing::post(console::sign_in))
+        .route("/signout", axum::routing::post(console::sign_out))
+        .route("/t/{token}", axum::routing::post(console::decide_by_token))
         .merge(api::router())
-        .leptos_routes_with_context(&state, routes, move || provide_context(engine.clone()), {
-            let leptos = leptos.clone();
-            move || tollgate_app::shell(leptos.clone())
-        })
+        .leptos_routes_with_context(&state, pages, context, shell)
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
             tollgate_app::shell,
+        ))
+        .layer(axum::middleware::from_fn_with_state(console, to_console))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            session::guard,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            session::load_principal,
         ))
         .layer(axum::middleware::from_fn(api::metrics::track_http))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Sends browser requests for an interrupt page to the console router.
+async fn to_console(
+    axum::extract::State(console): axum::extract::State<Router>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use tower::ServiceExt;
+    if session::is_interrupt_page(req.uri().path()) && session::is_browser(&req) {
+        match console.oneshot(req).await {
+            Ok(res) => res,
+            Err(never) => match never {},
+        }
+    } else {
+        next.run(req).await
+    }
 }
 
 /// Fires passed deadlines and due delays. Deadlines missed while the server
@@ -104,6 +168,12 @@ async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
                 is_override: p.r#override,
             })
             .await?;
+        if let Some(phc) = &p.password_hash {
+            engine
+                .set_password_hash(&p.id, Some(phc))
+                .await
+                .map_err(|e| anyhow::anyhow!("principals {}: password_hash: {e}", p.id))?;
+        }
     }
     engine.set_token_keys(
         config

@@ -118,7 +118,8 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
             || path == "/signout"
             || path.starts_with("/t/")
             || path.starts_with("/api/")
-            || is_interrupt_page(&path));
+            // The interrupt page shares its path with the REST resolve: only form posts are the console's.
+            || (is_interrupt_page(&path) && is_form_post(&req)));
     if console_post && !same_origin(&state, &req) {
         return (StatusCode::FORBIDDEN, "cross-site form posts are refused").into_response();
     }
@@ -135,6 +136,15 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
         return Redirect::to(&target).into_response();
     }
     next.run(req).await
+}
+
+fn is_form_post(req: &Request<Body>) -> bool {
+    req.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| {
+            c.starts_with("application/x-www-form-urlencoded") || c.starts_with("multipart/form-data")
+        })
 }
 
 /// The Origin (or, without one, the Referer) must be this server.

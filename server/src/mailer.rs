@@ -1,0 +1,159 @@
+//! Delivers the engine's outbox: email over SMTP (lettre), or into the dev
+//! outbox when no `[smtp]` is configured. Each message carries the
+//! recipient's own link to the console's token page.
+
+use crate::config::{Config, SmtpConfig, SmtpTls};
+use lettre::message::{header::ContentType, Mailbox};
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use std::sync::Arc;
+use std::time::Duration;
+use tollgate::engine::outbox::OutboxItem;
+use tollgate::token::Intent;
+use tollgate::{Engine, EngineError};
+
+pub fn transport(smtp: &SmtpConfig) -> anyhow::Result<AsyncSmtpTransport<Tokio1Executor>> {
+    let builder = match smtp.tls {
+        SmtpTls::None => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&smtp.host),
+        SmtpTls::Starttls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&smtp.host)?,
+        SmtpTls::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(&smtp.host)?,
+    };
+    let mut builder = builder.port(smtp.port).timeout(Some(Duration::from_secs(20)));
+    if let (Some(user), Some(password)) = (&smtp.user, &smtp.password) {
+        builder = builder.credentials(Credentials::new(user.clone(), password.clone()));
+    }
+    Ok(builder.build())
+}
+
+/// Delivers due messages until the process stops.
+pub async fn run(engine: Engine, config: Arc<Config>) {
+    let smtp = match &config.smtp {
+        Some(s) => match transport(s) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::error!(error = %e, "smtp configuration unusable; mail stays in the outbox");
+                return;
+            }
+        },
+        None => {
+            tracing::warn!("no [smtp] configured: mail goes to the dev outbox (GET /admin/outbox)");
+            None
+        }
+    };
+    let reminder_ms = config
+        .notifications
+        .reminder_before_minutes
+        .map(|m| m as i64 * 60_000);
+    loop {
+        if let Some(before) = reminder_ms {
+            if let Err(e) = engine.queue_reminders(before).await {
+                tracing::error!(error = %e, "queueing reminders failed");
+            }
+        }
+        match engine.outbox_due(50).await {
+            Ok(items) => {
+                for item in items {
+                    deliver(&engine, &config, smtp.as_ref(), item).await;
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "reading the outbox failed"),
+        }
+        tokio::time::sleep(Duration::from_millis(
+            config.notifications.poll_interval_ms.max(50),
+        ))
+        .await;
+    }
+}
+
+async fn deliver(
+    engine: &Engine,
+    config: &Config,
+    smtp: Option<&AsyncSmtpTransport<Tokio1Executor>>,
+    item: OutboxItem,
+) {
+    let recipient = match engine.principal(&item.recipient).await {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            let _ = engine
+                .outbox_drop(item.id, "recipient no longer exists".into())
+                .await;
+            return;
+        }
+        Err(e) => return tracing::error!(error = %e, "directory read failed"),
+    };
+    // The link is minted at delivery time so it never outlives the interrupt.
+    let (token, expires) = match engine
+        .mint_token(&item.run_id, &item.node_id, &recipient, Intent::Resolve)
+        .await
+    {
+        Ok(t) => t,
+        Err(EngineError::NotFound(_)) => {
+            let _ = engine
+                .outbox_drop(item.id, "the interrupt is no longer open".into())
+                .await;
+            return;
+        }
+        Err(e) => {
+            let _ = engine.outbox_failed(item.id, e.to_string()).await;
+            return;
+        }
+    };
+    let base = config
+        .server
+        .public_url
+        .as_deref()
+        .unwrap_or_default()
+        .trim_end_matches('/');
+    let link = format!("{base}/t/{token}");
+    let view = engine.inspect_by_token(&token).await.ok().map(|(v, _)| v);
+    let title = view
+        .as_ref()
+        .map(|v| v.title.clone())
+        .unwrap_or_else(|| "A decision is waiting".into());
+    let subject = match item.reason.as_str() {
+        "reminder" => format!("Reminder: {title}"),
+        _ => format!("Decision needed: {title}"),
+    };
+    let body = format!(
+        "Hello {name},\n\n{intro}\n\n  {title}\n  workflow: {workflow}\n\nOpen this link to see the details and decide:\n{link}\n\n\
+         The link is yours alone and works until {expires}. Opening it changes nothing; deciding happens on the page.\n",
+        name = recipient.name,
+        intro = if item.reason == "reminder" {
+            "A decision you can make is still open and its deadline is near:"
+        } else {
+            "A workflow is waiting for your decision:"
+        },
+        workflow = view.as_ref().map(|v| v.workflow_id.as_str()).unwrap_or("?"),
+        expires = tollgate::clock::rfc3339(expires),
+    );
+    let rendered = format!("To: {}\nSubject: {subject}\n\n{body}", item.address);
+    let Some(smtp) = smtp else {
+        if let Err(e) = engine.outbox_delivered(item.id, "dev-outbox", rendered).await {
+            tracing::error!(error = %e, "recording delivery failed");
+        }
+        return;
+    };
+    let from = config.smtp.as_ref().map(|s| s.from.clone()).unwrap_or_default();
+    let message = (|| -> anyhow::Result<Message> {
+        Ok(Message::builder()
+            .from(from.parse::<Mailbox>()?)
+            .to(Mailbox::new(Some(recipient.name.clone()), item.address.parse()?))
+            .subject(subject)
+            .header(ContentType::TEXT_PLAIN)
+            .body(body)?)
+    })();
+    let result = match message {
+        Ok(m) => smtp.send(m).await.map(|_| ()).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    let recorded = match result {
+        Ok(()) => engine.outbox_delivered(item.id, "smtp", rendered).await,
+        Err(e) => {
+            tracing::warn!(id = item.id, error = %e, "mail delivery failed; will retry");
+            engine.outbox_failed(item.id, e).await
+        }
+    };
+    if let Err(e) = recorded {
+        tracing::error!(error = %e, "recording delivery state failed");
+    }
+}
