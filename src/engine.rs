@@ -868,9 +868,31 @@ impl Engine {
         }
         let wf = self.workflow_version(&run.workflow_digest).await?;
         let (resolved, failure) = timeout_resolution(&interrupt);
+        let tenant = run.tenant.clone();
         let mut exec = Exec::load(conn, &wf, run, now).await?;
         exec.resolve(&interrupt, resolved, None, Some(failure)).await?;
         exec.finish().await?;
+        // `onTimeout: escalate` notifies the gate's people; it never extends or grants.
+        let rules = interrupt.approval_rules();
+        if rules
+            .as_ref()
+            .is_some_and(|r| r.on_timeout == crate::approval::OnTimeout::Escalate)
+        {
+            let audience = interrupt.payload_json()["data"].get("audience").cloned();
+            let directory = crate::runtime::load_directory(conn, &tenant).await?;
+            for p in crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory) {
+                sqlx::query("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'escalation', ?, ?, ?, ?, ?, 'pending', ?, ?)")
+                    .bind(&interrupt.run_id)
+                    .bind(&interrupt.node_id)
+                    .bind(&interrupt.interrupt_id)
+                    .bind(&p.id)
+                    .bind(&p.email)
+                    .bind(now)
+                    .bind(now)
+                    .execute(&mut *conn)
+                    .await?;
+            }
+        }
         Ok(true)
     }
 

@@ -1112,3 +1112,40 @@ async fn raising_an_interrupt_queues_mail_for_eligible_people_in_the_same_step()
     start(&f.engine, "conformance-approval", json!({})).await;
     assert_eq!(f.engine.outbox_backlog().await.unwrap(), 1);
 }
+
+#[tokio::test]
+async fn escalate_on_timeout_rejects_and_notifies_but_never_grants() {
+    let f = fixture().await;
+    f.engine
+        .upsert_principal(Principal {
+            id: "esc".into(),
+            tenant: "acme".into(),
+            name: "Esc".into(),
+            email: Some("esc@example.com".into()),
+            groups: vec!["oncall".into()],
+            roles: vec![],
+            is_override: false,
+        })
+        .await
+        .unwrap();
+    register(&f.engine, json!({"id": "esc", "nodes": [gate("gate", json!({"title": "E", "actions": ["accept"], "approverGroupRefs": ["oncall"], "timeoutMs": 1000, "onTimeout": "escalate"}))]})).await;
+    let run = start(&f.engine, "esc", json!({})).await;
+    let first = f.engine.outbox_due(10).await.unwrap();
+    f.engine
+        .outbox_delivered(first[0].id, "dev-outbox", "x".into())
+        .await
+        .unwrap();
+    f.clock.advance(1000);
+    assert_eq!(f.engine.fire_due().await.unwrap(), 1);
+    let s = snapshot(&f.engine, &run).await;
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["error"]["code"], "approval_rejected");
+    let evs = events(&f.engine, &run).await;
+    let resolved = evs.iter().find(|e| e.event_type == "interrupt.resolved").unwrap();
+    assert_eq!(resolved.payload["decision"], "rejected");
+    assert_eq!(resolved.payload["x-tollgate-escalated"], true);
+    let due = f.engine.outbox_due(10).await.unwrap();
+    assert_eq!(due.len(), 1);
+    assert_eq!(due[0].reason, "escalation");
+    assert_eq!(due[0].recipient, "esc");
+}

@@ -81,6 +81,17 @@ async fn deliver(
         }
         Err(e) => return tracing::error!(error = %e, "directory read failed"),
     };
+    if item.reason == "escalation" {
+        let body = format!(
+            "Hello {name},\n\nThe approval \"{node}\" in run {run} reached its deadline without a decision.\n\
+             It was rejected, as every timeout is; nothing more can be decided on it.\n",
+            name = recipient.name,
+            node = item.node_id,
+            run = item.run_id,
+        );
+        let subject = format!("Escalation: approval \"{}\" timed out", item.node_id);
+        return send(engine, config, smtp, &item, &recipient, subject, body).await;
+    }
     // The link is minted at delivery time so it never outlives the interrupt.
     let (token, expires) = match engine
         .mint_token(&item.run_id, &item.node_id, &recipient, Intent::Resolve)
@@ -126,6 +137,18 @@ async fn deliver(
         workflow = view.as_ref().map(|v| v.workflow_id.as_str()).unwrap_or("?"),
         expires = tollgate::clock::rfc3339(expires),
     );
+    send(engine, config, smtp, &item, &recipient, subject, body).await
+}
+
+async fn send(
+    engine: &Engine,
+    config: &Config,
+    smtp: Option<&AsyncSmtpTransport<Tokio1Executor>>,
+    item: &OutboxItem,
+    recipient: &tollgate::Principal,
+    subject: String,
+    body: String,
+) {
     let rendered = format!("To: {}\nSubject: {subject}\n\n{body}", item.address);
     let Some(smtp) = smtp else {
         if let Err(e) = engine.outbox_delivered(item.id, "dev-outbox", rendered).await {
