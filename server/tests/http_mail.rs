@@ -124,6 +124,17 @@ poll_interval_ms = 50
         .collect();
     assert!(token.starts_with("ow2.hs256.mail-test."), "{token}");
 
+    // API clients get a link for themselves from the inspect extension.
+    let inspected = server.interrupt(&run, "gate").await;
+    assert!(
+        inspected["token"]
+            .as_str()
+            .unwrap()
+            .starts_with("ow2.hs256.mail-test."),
+        "{inspected}"
+    );
+    assert!(inspected["expiresAt"].is_string());
+
     // Opening the link changes nothing; the token inspects and then decides as Mia.
     let seen = server.get(&format!("/interrupts/{token}"), "").await;
     seen.expect(200, None);

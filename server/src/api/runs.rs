@@ -298,9 +298,23 @@ pub async fn inspect(
         .engine
         .inspect_interrupt(&run_id, &node_id, &auth.actor)
         .await?;
-    Ok(Json(
-        serde_json::to_value(view).map_err(|e| ApiError::from(tollgate::EngineError::from(e)))?,
-    ))
+    let pending = view.status == "pending";
+    let mut body = serde_json::to_value(view).map_err(|e| ApiError::from(tollgate::EngineError::from(e)))?;
+    // A link for the calling principal, so API clients can hand it on.
+    if pending && state.engine.can_mint_tokens() {
+        let (token, expires) = state
+            .engine
+            .mint_token(
+                &run_id,
+                &node_id,
+                &auth.actor.principal,
+                tollgate::token::Intent::Resolve,
+            )
+            .await?;
+        body["token"] = serde_json::json!(token);
+        body["expiresAt"] = serde_json::json!(tollgate::clock::rfc3339(expires));
+    }
+    Ok(Json(body))
 }
 
 #[derive(Deserialize)]
