@@ -36,7 +36,7 @@ pub async fn run(engine: Engine, config: Arc<Config>) {
             }
         },
         None => {
-            tracing::warn!("no [smtp] configured: mail goes to the dev outbox (GET /admin/outbox)");
+            tracing::warn!("no [smtp] configured: mail goes to the dev outbox (the outbox table, delivered_via = dev-outbox)");
             None
         }
     };
