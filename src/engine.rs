@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
 
+pub mod admin;
 pub mod inbox;
 pub mod outbox;
 
@@ -43,6 +44,9 @@ impl EngineOptions {
     }
 }
 
+/// How long an API key's grant is trusted from the cache before it is read again.
+pub const API_KEY_RECHECK_MS: Millis = 10_000;
+
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<Inner>,
@@ -55,8 +59,8 @@ struct Inner {
     compiled: RwLock<HashMap<String, SharedWorkflow>>,
     /// Current digest of each workflow id.
     current: RwLock<HashMap<String, String>>,
-    /// API key digest → grant.
-    keys: RwLock<HashMap<String, Grant>>,
+    /// API key digest → grant, with when it was last read from the database.
+    keys: RwLock<HashMap<String, (Grant, Millis)>>,
     /// Run ids whose log grew; for SSE and long polls.
     notices: broadcast::Sender<String>,
     tokens: RwLock<KeyRing>,
@@ -233,7 +237,7 @@ impl Engine {
             }),
         };
         engine.load_registered().await?;
-        engine.load_keys().await?;
+        engine.reload_token_keys().await?;
         Ok(engine)
     }
 
@@ -465,6 +469,7 @@ impl Engine {
     }
 
     /// Stores an API key (hashed) for a principal; the plain key is never stored.
+    /// Storing a revoked key again does not revive it.
     pub async fn put_api_key(
         &self,
         key: &str,
@@ -486,46 +491,60 @@ impl Engine {
             .write(move |conn| {
                 Box::pin(async move {
                     sqlx::query("INSERT INTO api_keys (key_hash, principal, scopes, label, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL) \
-                                 ON CONFLICT (key_hash) DO UPDATE SET principal = excluded.principal, scopes = excluded.scopes, label = excluded.label, revoked_at = NULL")
+                                 ON CONFLICT (key_hash) DO UPDATE SET principal = excluded.principal, scopes = excluded.scopes, label = excluded.label")
                         .bind(&h).bind(&p).bind(&scope_text).bind(&label).bind(now)
                         .execute(&mut *conn).await?;
                     Ok(())
                 })
             })
             .await?;
-        self.inner.keys.write().expect("lock").insert(
-            hash,
-            Grant {
-                principal_id: principal.to_string(),
-                scopes: scopes.to_vec(),
-            },
-        );
+        self.forget_api_key(&hash);
         Ok(())
     }
 
-    async fn load_keys(&self) -> Result<()> {
-        let rows: Vec<(String, String, String)> =
-            sqlx::query_as("SELECT key_hash, principal, scopes FROM api_keys WHERE revoked_at IS NULL")
-                .fetch_all(&self.inner.store.read)
-                .await?;
-        let mut keys = self.inner.keys.write().expect("lock");
-        for (hash, principal_id, scopes) in rows {
-            let scopes = auth::parse_scopes(&[scopes]).unwrap_or_default();
-            keys.insert(hash, Grant { principal_id, scopes });
-        }
-        Ok(())
+    /// Drops a key from the cache; the next use reads the database again.
+    pub(crate) fn forget_api_key(&self, hash: &str) {
+        self.inner.keys.write().expect("lock").remove(hash);
     }
 
-    /// Authenticates a bearer API key.
+    /// The grant of a live key, read from the database (`None` if unknown or revoked).
+    async fn load_grant(&self, hash: &str) -> Result<Option<Grant>> {
+        let row: Option<(String, String)> = sqlx::query_as(
+            "SELECT principal, scopes FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL",
+        )
+        .bind(hash)
+        .fetch_optional(&self.inner.store.read)
+        .await?;
+        Ok(row.map(|(principal_id, scopes)| Grant {
+            principal_id,
+            scopes: auth::parse_scopes(&[scopes]).unwrap_or_default(),
+        }))
+    }
+
+    /// Authenticates a bearer API key. Grants are cached for
+    /// [`API_KEY_RECHECK_MS`]: a key created or revoked elsewhere (the CLI,
+    /// another instance) takes effect here within that time.
     pub async fn authenticate(&self, key: &str) -> Result<Option<(Actor, Grant)>> {
-        let grant = self
-            .inner
-            .keys
-            .read()
-            .expect("lock")
-            .get(&auth::hash_key(key))
-            .cloned();
-        let Some(grant) = grant else { return Ok(None) };
+        let hash = auth::hash_key(key);
+        let now = self.now();
+        let cached = self.inner.keys.read().expect("lock").get(&hash).cloned();
+        let grant = match cached {
+            Some((grant, checked)) if now - checked < API_KEY_RECHECK_MS => grant,
+            _ => match self.load_grant(&hash).await? {
+                Some(grant) => {
+                    self.inner
+                        .keys
+                        .write()
+                        .expect("lock")
+                        .insert(hash, (grant.clone(), now));
+                    grant
+                }
+                None => {
+                    self.forget_api_key(&hash);
+                    return Ok(None);
+                }
+            },
+        };
         let Some(principal) = self.principal(&grant.principal_id).await? else {
             return Ok(None);
         };

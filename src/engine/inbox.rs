@@ -125,7 +125,7 @@ fn eligible(kind: &str, eligibility: &str, owner: &str, principal: &Principal) -
     }
 }
 
-fn deadline_state(deadline: Option<Millis>, now: Millis) -> &'static str {
+pub(super) fn deadline_state(deadline: Option<Millis>, now: Millis) -> &'static str {
     match deadline {
         None => "none",
         Some(d) if d <= now => "overdue",

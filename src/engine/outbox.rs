@@ -37,7 +37,7 @@ impl OutboxItem {
     }
 }
 
-const COLUMNS: &str =
+pub(super) const COLUMNS: &str =
     "id, kind, reason, run_id, node_id, interrupt_id, recipient, address, status, attempts, \
                        next_attempt_at, last_error, message, delivered_via, created_at, sent_at";
 

@@ -1,0 +1,1184 @@
+//! The admin dashboard's reads and writes: runs by status, pending interrupts
+//! by deadline, the chart series, a run's timeline with its audit, the
+//! directory, API keys and token signing keys.
+//!
+//! Everything is scoped to the admin's tenant, except token signing keys,
+//! which belong to the instance.
+
+use super::inbox::deadline_state;
+use super::outbox::{OutboxItem, COLUMNS as OUTBOX_COLUMNS};
+use super::Engine;
+use crate::auth;
+use crate::clock::{rfc3339, Millis};
+use crate::directory::Principal;
+use crate::error::{EngineError, Result};
+use crate::token::SigningKey;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Principals with this role may use the dashboard.
+pub const ADMIN_ROLE: &str = "admin";
+/// Rows per page of the runs list.
+pub const RUNS_PAGE_SIZE: usize = 50;
+/// Every run status, in the order the dashboard lists them.
+pub const RUN_STATUSES: [&str; 8] = [
+    "queued",
+    "running",
+    "waiting-approval",
+    "waiting-input",
+    "waiting-external",
+    "completed",
+    "failed",
+    "cancelled",
+];
+/// Upper bounds (exclusive) of the pending-age buckets, with their labels.
+const AGE_BUCKETS: [(Millis, &str); 5] = [
+    (HOUR, "< 1 h"),
+    (4 * HOUR, "1–4 h"),
+    (24 * HOUR, "4–24 h"),
+    (72 * HOUR, "1–3 d"),
+    (Millis::MAX, "> 3 d"),
+];
+const HOUR: Millis = 3_600_000;
+const DAY: Millis = 24 * HOUR;
+/// An API key is shown by the first characters of its digest.
+const KEY_ID_LEN: usize = 12;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusCount {
+    pub status: String,
+    pub count: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRow {
+    pub run_id: String,
+    pub workflow_id: String,
+    pub status: String,
+    pub current_node_id: Option<String>,
+    /// The owner's subject id.
+    pub owner: String,
+    pub created_at: String,
+    pub completed_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    pub status: Option<String>,
+    pub workflow_id: Option<String>,
+    /// 1-based.
+    pub page: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RunPage {
+    pub items: Vec<RunRow>,
+    pub total: usize,
+    pub page: usize,
+    pub pages: usize,
+    /// Runs per status over the whole tenant (not just this filter).
+    pub by_status: Vec<StatusCount>,
+    pub workflows: Vec<String>,
+}
+
+/// A pending interrupt as the dashboard lists it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingRow {
+    pub run_id: String,
+    pub node_id: String,
+    pub kind: String,
+    pub title: String,
+    pub workflow_id: String,
+    pub created_at: String,
+    pub age_ms: Millis,
+    pub deadline: Option<String>,
+    /// Negative once overdue.
+    pub deadline_in_ms: Option<Millis>,
+    pub deadline_state: String,
+    pub votes: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Bucket {
+    pub label: String,
+    pub count: i64,
+}
+
+/// Interrupts resolved on one (UTC) day, by how they ended.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct DayDecisions {
+    /// `YYYY-MM-DD`.
+    pub day: String,
+    pub approved: i64,
+    pub rejected: i64,
+    pub timed_out: i64,
+    /// Other kinds answered (clarifications, external events, …).
+    pub answered: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminOverview {
+    pub runs_by_status: Vec<StatusCount>,
+    pub pending_total: i64,
+    pub overdue: i64,
+    pub outbox_backlog: i64,
+    pub age_buckets: Vec<Bucket>,
+    pub decisions: Vec<DayDecisions>,
+    /// Overdue first, then by deadline, then oldest.
+    pub pending: Vec<PendingRow>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineEvent {
+    pub sequence: i64,
+    pub event_type: String,
+    pub node_id: Option<String>,
+    pub timestamp: String,
+    pub payload: Value,
+}
+
+/// One vote (or `ask`) on one of the run's interrupts, with the ref that admitted it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRow {
+    pub node_id: String,
+    pub visit: i64,
+    pub principal: String,
+    pub action: String,
+    pub eligible_via: String,
+    pub decided_at: String,
+    /// False when a later vote of the same person replaced it.
+    pub counted: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Timeline {
+    pub run: RunRow,
+    pub error: Option<Value>,
+    pub events: Vec<TimelineEvent>,
+    pub audit: Vec<AuditRow>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DirectoryEntry {
+    pub principal: Principal,
+    pub has_password: bool,
+}
+
+/// A group or a role with its members.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Membership {
+    pub name: String,
+    pub members: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Directory {
+    pub people: Vec<DirectoryEntry>,
+    pub groups: Vec<Membership>,
+    pub roles: Vec<Membership>,
+}
+
+/// What the dashboard may change on a principal.
+#[derive(Debug, Clone, Default)]
+pub struct PrincipalEdit {
+    pub id: String,
+    pub name: String,
+    pub email: Option<String>,
+    pub groups: Vec<String>,
+    pub roles: Vec<String>,
+    pub is_override: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MembershipKind {
+    Group,
+    Role,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiKeyRow {
+    /// The first characters of the key's digest: names the key without revealing it.
+    pub id: String,
+    pub principal: String,
+    pub scopes: Vec<String>,
+    pub label: Option<String>,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+/// A new key: `key` is shown once and never stored.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NewApiKey {
+    pub id: String,
+    pub key: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenKeyState {
+    /// Signs new tokens (the newest activated key not retired).
+    Signing,
+    /// Activated before, superseded by a newer key; still verifies.
+    Verifying,
+    /// Added, never activated: signs nothing yet.
+    New,
+    /// Verifies what it signed until that expires; never signs again.
+    Retired,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenKeyRow {
+    pub kid: String,
+    pub state: TokenKeyState,
+    /// `config` (from `[[token_keys]]`) or `dashboard`.
+    pub source: String,
+    pub created_at: String,
+    pub activated_at: Option<String>,
+    pub retired_at: Option<String>,
+}
+
+/// A token key from the configuration file.
+#[derive(Debug, Clone)]
+pub struct ConfiguredTokenKey {
+    pub kid: String,
+    pub secret: String,
+    pub retired: bool,
+}
+
+/// Whether `p` may use the dashboard.
+pub fn is_admin(p: &Principal) -> bool {
+    p.roles.iter().any(|r| r == ADMIN_ROLE)
+}
+
+/// Refuses anyone without the admin role.
+pub fn require_admin(p: &Principal) -> Result<()> {
+    if is_admin(p) {
+        Ok(())
+    } else {
+        Err(EngineError::Forbidden(format!(
+            "the dashboard needs the \"{ADMIN_ROLE}\" role"
+        )))
+    }
+}
+
+/// Directory names (ids, groups, roles): what fits in a path segment and a config file.
+fn check_name(field: &str, value: &str) -> Result<()> {
+    let ok = !value.is_empty()
+        && value.len() <= 128
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '~' | '@' | ':'));
+    if ok {
+        Ok(())
+    } else {
+        Err(EngineError::validation(
+            field,
+            format!("{field} \"{value}\" must be 1–128 characters of letters, digits and . _ - ~ @ :"),
+        ))
+    }
+}
+
+fn check_email(email: &str) -> Result<()> {
+    let valid = email
+        .split_once('@')
+        .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.') && !domain.starts_with('.'))
+        && !email.chars().any(char::is_whitespace);
+    if valid {
+        Ok(())
+    } else {
+        Err(EngineError::validation(
+            "email",
+            format!("\"{email}\" is not an email address"),
+        ))
+    }
+}
+
+fn pages_of(total: usize, size: usize) -> usize {
+    total.div_ceil(size).max(1)
+}
+
+fn opt_time(ms: Option<Millis>) -> Option<String> {
+    ms.map(rfc3339)
+}
+
+/// Which bucket an age falls in.
+fn bucket_of(age: Millis) -> usize {
+    AGE_BUCKETS
+        .iter()
+        .position(|(upper, _)| age < *upper)
+        .unwrap_or(AGE_BUCKETS.len() - 1)
+}
+
+// Rows as sqlx reads them.
+type PendingTuple = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    Millis,
+    Option<Millis>,
+    i64,
+);
+type ResolvedTuple = (Millis, String, Option<String>, Option<String>, Option<String>);
+type PrincipalTuple = (
+    String,
+    String,
+    Option<String>,
+    String,
+    String,
+    i64,
+    Option<String>,
+);
+type ApiKeyTuple = (String, String, String, Option<String>, Millis, Option<Millis>);
+type TokenKeyTuple = (String, String, Millis, Option<Millis>, Option<Millis>);
+type RunTuple = (
+    String,
+    String,
+    String,
+    Option<String>,
+    String,
+    Millis,
+    Option<Millis>,
+);
+
+fn run_row((run_id, workflow_id, status, current_node_id, owner, created, completed): RunTuple) -> RunRow {
+    let owner = serde_json::from_str::<Value>(&owner)
+        .ok()
+        .and_then(|o| o["subject"]["subjectId"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    RunRow {
+        run_id,
+        workflow_id,
+        status,
+        current_node_id,
+        owner,
+        created_at: rfc3339(created),
+        completed_at: opt_time(completed),
+    }
+}
+
+const RUN_COLUMNS: &str = "run_id, workflow_id, status, current_node_id, owner, created_at, completed_at";
+
+impl Engine {
+    /// Every tenant with a principal (for offline listings).
+    pub async fn tenants(&self) -> Result<Vec<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT DISTINCT tenant FROM principals ORDER BY tenant")
+                .fetch_all(&self.inner.store.read)
+                .await?,
+        )
+    }
+
+    // ----- overview and charts ------------------------------------------------------
+
+    /// The dashboard's front page for `tenant`; `days` of decisions, ending today.
+    pub async fn admin_overview(&self, tenant: &str, days: usize) -> Result<AdminOverview> {
+        let now = self.now();
+        let read = &self.inner.store.read;
+        let runs_by_status = self.runs_by_status(tenant).await?;
+        let pending_rows: Vec<PendingTuple> = sqlx::query_as(
+            "SELECT i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.created_at, i.deadline_at, \
+                 (SELECT COUNT(*) FROM votes v WHERE v.interrupt_id = i.interrupt_id AND v.superseded = 0) \
+                 FROM interrupts i WHERE i.status = 'pending' AND i.run_id LIKE ? || '/%'",
+        )
+        .bind(tenant)
+        .fetch_all(read)
+        .await?;
+        let mut age_counts = [0i64; AGE_BUCKETS.len()];
+        let mut pending: Vec<PendingRow> = pending_rows
+            .into_iter()
+            .map(
+                |(run_id, node_id, kind, title, workflow_id, created, deadline, votes)| {
+                    age_counts[bucket_of(now - created)] += 1;
+                    PendingRow {
+                        run_id,
+                        node_id,
+                        kind,
+                        title,
+                        workflow_id,
+                        created_at: rfc3339(created),
+                        age_ms: now - created,
+                        deadline: opt_time(deadline),
+                        deadline_in_ms: deadline.map(|d| d - now),
+                        deadline_state: deadline_state(deadline, now).to_string(),
+                        votes,
+                    }
+                },
+            )
+            .collect();
+        // Overdue first, then the nearest deadline, then the oldest without one.
+        pending.sort_by_key(|p| (p.deadline_in_ms.is_none(), p.deadline_in_ms, -p.age_ms));
+        let overdue = pending.iter().filter(|p| p.deadline_state == "overdue").count() as i64;
+        let outbox_backlog: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM outbox WHERE status = 'pending' AND run_id LIKE ? || '/%'",
+        )
+        .bind(tenant)
+        .fetch_one(read)
+        .await?;
+        Ok(AdminOverview {
+            runs_by_status,
+            pending_total: pending.len() as i64,
+            overdue,
+            outbox_backlog,
+            age_buckets: AGE_BUCKETS
+                .iter()
+                .zip(age_counts)
+                .map(|((_, label), count)| Bucket {
+                    label: label.to_string(),
+                    count,
+                })
+                .collect(),
+            decisions: self.decisions_per_day(tenant, days).await?,
+            pending,
+        })
+    }
+
+    async fn runs_by_status(&self, tenant: &str) -> Result<Vec<StatusCount>> {
+        let counts: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, COUNT(*) FROM runs WHERE tenant = ? GROUP BY status")
+                .bind(tenant)
+                .fetch_all(&self.inner.store.read)
+                .await?;
+        let count_of = |s: &str| counts.iter().find(|(st, _)| st == s).map_or(0, |(_, n)| *n);
+        let mut out: Vec<StatusCount> = RUN_STATUSES
+            .iter()
+            .map(|s| StatusCount {
+                status: s.to_string(),
+                count: count_of(s),
+            })
+            .collect();
+        // A status this build does not know still shows.
+        for (status, count) in &counts {
+            if !RUN_STATUSES.contains(&status.as_str()) {
+                out.push(StatusCount {
+                    status: status.clone(),
+                    count: *count,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Interrupts resolved per UTC day over the last `days` days (oldest first, every day present).
+    pub async fn decisions_per_day(&self, tenant: &str, days: usize) -> Result<Vec<DayDecisions>> {
+        let days = days.clamp(1, 366);
+        let today = self.now().div_euclid(DAY);
+        let first = today - (days as Millis - 1);
+        let rows: Vec<ResolvedTuple> = sqlx::query_as(
+            "SELECT resolved_at, kind, json_extract(resolution, '$.decision'), json_extract(resolution, '$.reason'), \
+             json_extract(resolution, '$.action') \
+             FROM interrupts WHERE status = 'resolved' AND resolved_at >= ? AND run_id LIKE ? || '/%'",
+        )
+        .bind(first * DAY)
+        .bind(tenant)
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        let mut by_day: Vec<DayDecisions> = (first..=today)
+            .map(|d| DayDecisions {
+                day: rfc3339(d * DAY)[..10].to_string(),
+                ..Default::default()
+            })
+            .collect();
+        for (at, kind, decision, reason, action) in rows {
+            let Some(slot) = by_day.get_mut((at.div_euclid(DAY) - first) as usize) else {
+                continue;
+            };
+            if reason.as_deref() == Some("timeout") {
+                slot.timed_out += 1;
+            } else if kind != "approval" {
+                slot.answered += 1;
+            } else if decision.as_deref() == Some("rejected") || action.as_deref() == Some("reject") {
+                slot.rejected += 1;
+            } else {
+                slot.approved += 1;
+            }
+        }
+        Ok(by_day)
+    }
+
+    // ----- runs and timelines --------------------------------------------------------
+
+    /// Runs of `tenant`, newest first, filtered and cut into pages.
+    pub async fn admin_runs(&self, tenant: &str, filter: &RunFilter) -> Result<RunPage> {
+        let read = &self.inner.store.read;
+        let page = filter.page.max(1);
+        let total: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM runs WHERE tenant = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?)",
+        )
+        .bind(tenant)
+        .bind(&filter.status)
+        .bind(&filter.status)
+        .bind(&filter.workflow_id)
+        .bind(&filter.workflow_id)
+        .fetch_one(read)
+        .await?;
+        let rows: Vec<RunTuple> = sqlx::query_as(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE tenant = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?) \
+             ORDER BY created_at DESC, run_id LIMIT ? OFFSET ?"
+        ))
+        .bind(tenant)
+        .bind(&filter.status)
+        .bind(&filter.status)
+        .bind(&filter.workflow_id)
+        .bind(&filter.workflow_id)
+        .bind(RUNS_PAGE_SIZE as i64)
+        .bind(((page - 1) * RUNS_PAGE_SIZE) as i64)
+        .fetch_all(read)
+        .await?;
+        let workflows: Vec<String> =
+            sqlx::query_scalar("SELECT DISTINCT workflow_id FROM runs WHERE tenant = ? ORDER BY workflow_id")
+                .bind(tenant)
+                .fetch_all(read)
+                .await?;
+        Ok(RunPage {
+            items: rows.into_iter().map(run_row).collect(),
+            total: total as usize,
+            page,
+            pages: pages_of(total as usize, RUNS_PAGE_SIZE),
+            by_status: self.runs_by_status(tenant).await?,
+            workflows,
+        })
+    }
+
+    /// A run's event log and the audit of every vote on its interrupts.
+    pub async fn run_timeline(&self, tenant: &str, run_id: &str) -> Result<Timeline> {
+        let read = &self.inner.store.read;
+        let row: Option<(RunTuple, Option<String>, String)> = sqlx::query_as::<
+            _,
+            (
+                String,
+                String,
+                String,
+                Option<String>,
+                String,
+                Millis,
+                Option<Millis>,
+                Option<String>,
+                String,
+            ),
+        >(&format!(
+            "SELECT {RUN_COLUMNS}, error, tenant FROM runs WHERE run_id = ?"
+        ))
+        .bind(run_id)
+        .fetch_optional(read)
+        .await?
+        .map(|(a, b, c, d, e, f, g, error, t)| ((a, b, c, d, e, f, g), error, t));
+        let Some((run, error, run_tenant)) = row else {
+            return Err(EngineError::NotFound(format!("run \"{run_id}\" not found")));
+        };
+        if run_tenant != tenant {
+            // Another tenant's run does not exist for this admin.
+            return Err(EngineError::NotFound(format!("run \"{run_id}\" not found")));
+        }
+        let events: Vec<(i64, String, Option<String>, Millis, String)> = sqlx::query_as(
+            "SELECT sequence, type, node_id, timestamp, payload FROM events WHERE run_id = ? ORDER BY sequence",
+        )
+        .bind(run_id)
+        .fetch_all(read)
+        .await?;
+        let audit: Vec<(String, i64, String, String, String, Millis, i64)> = sqlx::query_as(
+            "SELECT i.node_id, i.visit, v.principal, v.action, v.eligible_via, v.decided_at, v.superseded \
+             FROM votes v JOIN interrupts i ON i.interrupt_id = v.interrupt_id \
+             WHERE i.run_id = ? ORDER BY v.decided_at, i.node_id, v.seq",
+        )
+        .bind(run_id)
+        .fetch_all(read)
+        .await?;
+        Ok(Timeline {
+            run: run_row(run),
+            error: error.and_then(|e| serde_json::from_str(&e).ok()),
+            events: events
+                .into_iter()
+                .map(|(sequence, event_type, node_id, ts, payload)| TimelineEvent {
+                    sequence,
+                    event_type,
+                    node_id,
+                    timestamp: rfc3339(ts),
+                    payload: serde_json::from_str(&payload).unwrap_or(Value::Null),
+                })
+                .collect(),
+            audit: audit
+                .into_iter()
+                .map(
+                    |(node_id, visit, principal, action, eligible_via, at, superseded)| AuditRow {
+                        node_id,
+                        visit,
+                        principal,
+                        action,
+                        eligible_via,
+                        decided_at: rfc3339(at),
+                        counted: superseded == 0,
+                    },
+                )
+                .collect(),
+        })
+    }
+
+    // ----- directory -------------------------------------------------------------------
+
+    /// Everyone in `tenant`, with the groups and roles they make up.
+    pub async fn directory(&self, tenant: &str) -> Result<Directory> {
+        let rows: Vec<PrincipalTuple> = sqlx::query_as(
+            "SELECT id, name, email, groups, roles, is_override, password_hash FROM principals WHERE tenant = ? ORDER BY id",
+        )
+        .bind(tenant)
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut roles: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let people: Vec<DirectoryEntry> = rows
+            .into_iter()
+            .map(|(id, name, email, g, r, o, phc)| {
+                let principal = Principal {
+                    tenant: tenant.to_string(),
+                    name,
+                    email,
+                    groups: serde_json::from_str(&g).unwrap_or_default(),
+                    roles: serde_json::from_str(&r).unwrap_or_default(),
+                    is_override: o != 0,
+                    id,
+                };
+                for g in &principal.groups {
+                    groups.entry(g.clone()).or_default().push(principal.id.clone());
+                }
+                for r in &principal.roles {
+                    roles.entry(r.clone()).or_default().push(principal.id.clone());
+                }
+                DirectoryEntry {
+                    principal,
+                    has_password: phc.is_some(),
+                }
+            })
+            .collect();
+        let list = |m: BTreeMap<String, Vec<String>>| {
+            m.into_iter()
+                .map(|(name, members)| Membership { name, members })
+                .collect()
+        };
+        Ok(Directory {
+            people,
+            groups: list(groups),
+            roles: list(roles),
+        })
+    }
+
+    /// Creates or edits a principal of `tenant`. An id of another tenant is refused.
+    pub async fn save_principal(&self, tenant: &str, edit: PrincipalEdit) -> Result<Principal> {
+        let id = edit.id.trim().to_string();
+        check_name("id", &id)?;
+        let name = edit.name.trim();
+        if name.is_empty() || name.len() > 200 {
+            return Err(EngineError::validation("name", "name must be 1–200 characters"));
+        }
+        let email = edit.email.map(|e| e.trim().to_string()).filter(|e| !e.is_empty());
+        if let Some(e) = &email {
+            check_email(e)?;
+        }
+        let clean = |field: &str, list: Vec<String>| -> Result<Vec<String>> {
+            let mut out: Vec<String> = Vec::new();
+            for item in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+                check_name(field, item)?;
+                if !out.iter().any(|o| o == item) {
+                    out.push(item.to_string());
+                }
+            }
+            Ok(out)
+        };
+        let groups = clean("groups", edit.groups)?;
+        let roles = clean("roles", edit.roles)?;
+        if let Some(existing) = self.principal(&id).await? {
+            if existing.tenant != tenant {
+                return Err(EngineError::Conflict(format!(
+                    "principal \"{id}\" belongs to another tenant"
+                )));
+            }
+        }
+        let principal = Principal {
+            id,
+            tenant: tenant.to_string(),
+            name: name.to_string(),
+            email,
+            groups,
+            roles,
+            is_override: edit.is_override,
+        };
+        self.upsert_principal(principal.clone()).await?;
+        Ok(principal)
+    }
+
+    /// Adds `principal` to (or removes it from) a group or role.
+    pub async fn set_membership(
+        &self,
+        tenant: &str,
+        principal_id: &str,
+        kind: MembershipKind,
+        name: &str,
+        member: bool,
+    ) -> Result<Principal> {
+        let field = match kind {
+            MembershipKind::Group => "group",
+            MembershipKind::Role => "role",
+        };
+        check_name(field, name.trim())?;
+        let mut p = self.tenant_principal(tenant, principal_id).await?;
+        let list = match kind {
+            MembershipKind::Group => &mut p.groups,
+            MembershipKind::Role => &mut p.roles,
+        };
+        list.retain(|n| n != name.trim());
+        if member {
+            list.push(name.trim().to_string());
+        }
+        self.upsert_principal(p.clone()).await?;
+        Ok(p)
+    }
+
+    /// Sets (or, with `None`, removes) a principal's console password.
+    pub async fn admin_set_password(
+        &self,
+        tenant: &str,
+        principal_id: &str,
+        password: Option<&str>,
+    ) -> Result<()> {
+        self.tenant_principal(tenant, principal_id).await?;
+        let phc = match password {
+            Some(p) if p.chars().count() < 8 => {
+                return Err(EngineError::validation(
+                    "password",
+                    "a password needs at least 8 characters",
+                ))
+            }
+            Some(p) => Some(crate::passwords::hash(p).map_err(|e| EngineError::Internal(e.to_string()))?),
+            None => None,
+        };
+        self.set_password_hash(principal_id, phc.as_deref()).await
+    }
+
+    async fn tenant_principal(&self, tenant: &str, id: &str) -> Result<Principal> {
+        match self.principal(id).await? {
+            Some(p) if p.tenant == tenant => Ok(p),
+            _ => Err(EngineError::NotFound(format!("principal \"{id}\" not found"))),
+        }
+    }
+
+    // ----- API keys ----------------------------------------------------------------------
+
+    /// The API keys of `tenant`'s principals, newest first.
+    pub async fn api_keys(&self, tenant: &str) -> Result<Vec<ApiKeyRow>> {
+        let rows: Vec<ApiKeyTuple> = sqlx::query_as(
+            "SELECT k.key_hash, k.principal, k.scopes, k.label, k.created_at, k.revoked_at \
+             FROM api_keys k JOIN principals p ON p.id = k.principal WHERE p.tenant = ? \
+             ORDER BY k.revoked_at IS NOT NULL, k.created_at DESC",
+        )
+        .bind(tenant)
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(hash, principal, scopes, label, created, revoked)| ApiKeyRow {
+                id: hash[..KEY_ID_LEN.min(hash.len())].to_string(),
+                principal,
+                scopes: scopes.split_whitespace().map(str::to_string).collect(),
+                label,
+                created_at: rfc3339(created),
+                revoked_at: opt_time(revoked),
+            })
+            .collect())
+    }
+
+    /// Generates a key for a principal of `tenant`; the plain key is returned once.
+    pub async fn create_api_key(
+        &self,
+        tenant: &str,
+        principal_id: &str,
+        scopes: &[String],
+        label: Option<String>,
+    ) -> Result<NewApiKey> {
+        self.tenant_principal(tenant, principal_id).await?;
+        let scopes = auth::parse_scopes(scopes).map_err(|e| EngineError::validation("scopes", e))?;
+        if scopes.is_empty() {
+            return Err(EngineError::validation("scopes", "choose at least one scope"));
+        }
+        let label = label.map(|l| l.trim().to_string()).filter(|l| !l.is_empty());
+        let key = auth::generate_key();
+        self.put_api_key(&key, principal_id, &scopes, label).await?;
+        Ok(NewApiKey {
+            id: auth::hash_key(&key)[..KEY_ID_LEN].to_string(),
+            key,
+        })
+    }
+
+    /// Revokes the key whose digest starts with `id` (at least 8 characters, one match).
+    /// With `tenant`, only that tenant's keys; without, any (offline admin work).
+    pub async fn revoke_api_key(&self, tenant: Option<&str>, id: &str) -> Result<ApiKeyRow> {
+        let id = id.trim().to_ascii_lowercase();
+        if id.len() < 8 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(EngineError::validation(
+                "id",
+                "a key id is at least 8 hex characters of the key's digest",
+            ));
+        }
+        let matches: Vec<(String, String)> = sqlx::query_as(
+            "SELECT k.key_hash, p.tenant FROM api_keys k JOIN principals p ON p.id = k.principal \
+             WHERE substr(k.key_hash, 1, ?) = ?",
+        )
+        .bind(id.len() as i64)
+        .bind(&id)
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        let matches: Vec<String> = matches
+            .into_iter()
+            .filter(|(_, t)| tenant.is_none_or(|want| want == t))
+            .map(|(h, _)| h)
+            .collect();
+        let hash = match matches.as_slice() {
+            [one] => one.clone(),
+            [] => return Err(EngineError::NotFound(format!("no API key with id \"{id}\""))),
+            _ => {
+                return Err(EngineError::validation(
+                    "id",
+                    format!("\"{id}\" matches several keys; give more characters"),
+                ))
+            }
+        };
+        let (h, now) = (hash.clone(), self.now());
+        self.inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE key_hash = ?",
+                    )
+                    .bind(now)
+                    .bind(&h)
+                    .execute(&mut *conn)
+                    .await?;
+                    Ok(())
+                })
+            })
+            .await?;
+        self.forget_api_key(&hash);
+        let row: (String, String, Option<String>, Millis, Option<Millis>) = sqlx::query_as(
+            "SELECT principal, scopes, label, created_at, revoked_at FROM api_keys WHERE key_hash = ?",
+        )
+        .bind(&hash)
+        .fetch_one(&self.inner.store.read)
+        .await?;
+        Ok(ApiKeyRow {
+            id: hash[..KEY_ID_LEN].to_string(),
+            principal: row.0,
+            scopes: row.1.split_whitespace().map(str::to_string).collect(),
+            label: row.2,
+            created_at: rfc3339(row.3),
+            revoked_at: opt_time(row.4),
+        })
+    }
+
+    // ----- outbox --------------------------------------------------------------------------
+
+    /// The latest outbox rows (emails and callbacks) of `tenant`'s runs, newest first.
+    pub async fn outbox_for_tenant(
+        &self,
+        tenant: &str,
+        kind: Option<&str>,
+        status: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<OutboxItem>> {
+        Ok(sqlx::query_as::<_, OutboxItem>(&format!(
+            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE run_id LIKE ? || '/%' AND (? IS NULL OR kind = ?) \
+             AND (? IS NULL OR status = ?) ORDER BY id DESC LIMIT ?"
+        ))
+        .bind(tenant)
+        .bind(kind)
+        .bind(kind)
+        .bind(status)
+        .bind(status)
+        .bind(limit.clamp(1, 1000))
+        .fetch_all(&self.inner.store.read)
+        .await?)
+    }
+
+    /// Retries a failed or dropped outbox row of `tenant`.
+    pub async fn retry_outbox_for_tenant(&self, tenant: &str, id: i64) -> Result<()> {
+        let run_id: Option<String> = sqlx::query_scalar("SELECT run_id FROM outbox WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.inner.store.read)
+            .await?;
+        match run_id {
+            Some(r) if crate::ids::tenant_of(&r) == tenant => self.outbox_retry(id).await,
+            _ => Err(EngineError::NotFound(format!("no outbox message {id}"))),
+        }
+    }
+
+    // ----- token signing keys ------------------------------------------------------------
+
+    /// Puts the configuration's `[[token_keys]]` into the database and loads
+    /// the key ring. A key new to the database is activated when added
+    /// (in file order, so the last one signs); retiring is one-way, so a key
+    /// retired in the dashboard stays retired.
+    pub async fn sync_token_keys(&self, keys: Vec<ConfiguredTokenKey>, ttl_ms: Option<Millis>) -> Result<()> {
+        for k in &keys {
+            check_name("token_keys.kid", &k.kid)?;
+            if k.secret.len() < 32 {
+                return Err(EngineError::validation(
+                    "token_keys.secret",
+                    format!(
+                        "the secret of token key \"{}\" needs at least 32 characters",
+                        k.kid
+                    ),
+                ));
+            }
+        }
+        let now = self.now();
+        self.inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    for (i, k) in keys.iter().enumerate() {
+                        // `now + i` keeps the file's order among keys added together.
+                        let at = now + i as Millis;
+                        sqlx::query(
+                            "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
+                             VALUES (?1, ?2, 'config', ?3, CASE WHEN ?4 THEN NULL ELSE ?3 END, CASE WHEN ?4 THEN ?3 END) \
+                             ON CONFLICT (kid) DO UPDATE SET secret = excluded.secret, source = 'config', \
+                             retired_at = COALESCE(token_keys.retired_at, excluded.retired_at)",
+                        )
+                        .bind(&k.kid)
+                        .bind(&k.secret)
+                        .bind(at)
+                        .bind(k.retired)
+                        .execute(&mut *conn)
+                        .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .await?;
+        if let Some(ttl) = ttl_ms.filter(|t| *t > 0) {
+            *self.inner.token_ttl_ms.write().expect("lock") = ttl;
+        }
+        self.reload_token_keys().await
+    }
+
+    /// Loads the key ring from the database (another instance or the dashboard may have changed it).
+    pub async fn reload_token_keys(&self) -> Result<()> {
+        let rows = self.token_key_rows().await?;
+        // Ring order: the signing key last (see `KeyRing::signing_key`).
+        let mut ring: Vec<(TokenKeyState, Millis, SigningKey)> = rows
+            .into_iter()
+            .map(|(kid, secret, state, activated)| {
+                let signs = matches!(state, TokenKeyState::Signing | TokenKeyState::Verifying);
+                (
+                    state,
+                    activated.unwrap_or(0),
+                    SigningKey {
+                        kid,
+                        secret,
+                        retired: !signs,
+                    },
+                )
+            })
+            .collect();
+        ring.sort_by_key(|(_, at, k)| (!k.retired, *at));
+        *self.inner.tokens.write().expect("lock") =
+            crate::token::KeyRing::new(ring.into_iter().map(|(_, _, k)| k).collect());
+        Ok(())
+    }
+
+    async fn token_key_rows(&self) -> Result<Vec<(String, String, TokenKeyState, Option<Millis>)>> {
+        let rows: Vec<(String, String, Option<Millis>, Option<Millis>)> = sqlx::query_as(
+            "SELECT kid, secret, activated_at, retired_at FROM token_keys ORDER BY activated_at, created_at, kid",
+        )
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        let signing = rows
+            .iter()
+            .filter(|(_, _, a, r)| a.is_some() && r.is_none())
+            .max_by_key(|(_, _, a, _)| *a)
+            .map(|(kid, ..)| kid.clone());
+        Ok(rows
+            .into_iter()
+            .map(|(kid, secret, activated, retired)| {
+                let state = if retired.is_some() {
+                    TokenKeyState::Retired
+                } else if signing.as_deref() == Some(kid.as_str()) {
+                    TokenKeyState::Signing
+                } else if activated.is_some() {
+                    TokenKeyState::Verifying
+                } else {
+                    TokenKeyState::New
+                };
+                (kid, secret, state, activated)
+            })
+            .collect())
+    }
+
+    /// The signing keys, without their secrets.
+    pub async fn token_keys(&self) -> Result<Vec<TokenKeyRow>> {
+        let states = self.token_key_rows().await?;
+        let rows: Vec<TokenKeyTuple> = sqlx::query_as(
+            "SELECT kid, source, created_at, activated_at, retired_at FROM token_keys ORDER BY created_at DESC, kid",
+        )
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(kid, source, created, activated, retired)| TokenKeyRow {
+                state: states
+                    .iter()
+                    .find(|(k, ..)| *k == kid)
+                    .map_or(TokenKeyState::Retired, |(_, _, s, _)| *s),
+                kid,
+                source,
+                created_at: rfc3339(created),
+                activated_at: opt_time(activated),
+                retired_at: opt_time(retired),
+            })
+            .collect())
+    }
+
+    /// Adds a key; without `secret` a random one is generated. With
+    /// `activate` it signs from now on.
+    pub async fn add_token_key(&self, kid: &str, secret: Option<String>, activate: bool) -> Result<()> {
+        let kid = kid.trim().to_string();
+        check_name("kid", &kid)?;
+        let secret = match secret.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()) {
+            Some(s) if s.len() < 32 => {
+                return Err(EngineError::validation(
+                    "secret",
+                    "a signing secret needs at least 32 characters (leave it empty to generate one)",
+                ))
+            }
+            Some(s) => s,
+            None => auth::generate_key(),
+        };
+        let now = self.now();
+        let inserted = self
+            .inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    let done = sqlx::query(
+                        "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
+                         VALUES (?, ?, 'dashboard', ?, ?, NULL) ON CONFLICT (kid) DO NOTHING",
+                    )
+                    .bind(&kid)
+                    .bind(&secret)
+                    .bind(now)
+                    .bind(activate.then_some(now))
+                    .execute(&mut *conn)
+                    .await?;
+                    Ok(done.rows_affected() == 1)
+                })
+            })
+            .await?;
+        if !inserted {
+            return Err(EngineError::validation("kid", "a token key with this kid exists"));
+        }
+        self.reload_token_keys().await
+    }
+
+    /// Makes `kid` the signing key. A retired key cannot come back.
+    pub async fn activate_token_key(&self, kid: &str) -> Result<()> {
+        self.change_token_key(
+            kid,
+            "UPDATE token_keys SET activated_at = ? WHERE kid = ? AND retired_at IS NULL",
+        )
+        .await
+    }
+
+    /// Retires `kid`: it verifies the tokens it signed until they expire, and never signs again.
+    pub async fn retire_token_key(&self, kid: &str) -> Result<()> {
+        self.change_token_key(
+            kid,
+            "UPDATE token_keys SET retired_at = ? WHERE kid = ? AND retired_at IS NULL",
+        )
+        .await
+    }
+
+    async fn change_token_key(&self, kid: &str, sql: &'static str) -> Result<()> {
+        let (k, now) = (kid.to_string(), self.now());
+        let changed = self
+            .inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    let done = sqlx::query(sql).bind(now).bind(&k).execute(&mut *conn).await?;
+                    Ok(done.rows_affected() == 1)
+                })
+            })
+            .await?;
+        if !changed {
+            let exists: Option<String> = sqlx::query_scalar("SELECT kid FROM token_keys WHERE kid = ?")
+                .bind(kid)
+                .fetch_optional(&self.inner.store.read)
+                .await?;
+            return Err(match exists {
+                None => EngineError::NotFound(format!("no token key \"{kid}\"")),
+                Some(_) => EngineError::Conflict(format!("token key \"{kid}\" is retired")),
+            });
+        }
+        self.reload_token_keys().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_cover_every_age() {
+        assert_eq!(bucket_of(0), 0);
+        assert_eq!(bucket_of(HOUR - 1), 0);
+        assert_eq!(bucket_of(HOUR), 1);
+        assert_eq!(bucket_of(5 * HOUR), 2);
+        assert_eq!(bucket_of(25 * HOUR), 3);
+        assert_eq!(bucket_of(30 * DAY), 4);
+    }
+
+    #[test]
+    fn names_and_emails() {
+        assert!(check_name("id", "ana.lopez").is_ok());
+        assert!(check_name("id", "").is_err());
+        assert!(check_name("id", "a b").is_err());
+        assert!(check_name("id", "a/b").is_err());
+        assert!(check_email("ana@example.com").is_ok());
+        assert!(check_email("ana@").is_err());
+        assert!(check_email("ana example.com").is_err());
+    }
+
+    #[test]
+    fn admin_role() {
+        let mut p = Principal {
+            id: "a".into(),
+            tenant: "t".into(),
+            name: "A".into(),
+            email: None,
+            groups: vec![],
+            roles: vec!["oncall".into()],
+            is_override: false,
+        };
+        assert!(require_admin(&p).is_err());
+        p.roles.push(ADMIN_ROLE.into());
+        assert!(require_admin(&p).is_ok());
+    }
+}

@@ -1,0 +1,544 @@
+//! The admin dashboard's engine side against a real SQLite file, with an
+//! injected clock: overview and charts, runs and timelines, the directory,
+//! API keys, token signing keys and the outbox.
+
+use serde_json::json;
+use std::sync::Arc;
+use tollgate::engine::admin::{ConfiguredTokenKey, MembershipKind, PrincipalEdit, RunFilter, TokenKeyState};
+use tollgate::{Actor, CreateRun, Engine, EngineError, EngineOptions, Lane, ManualClock, Principal};
+
+const T0: i64 = 1_800_000_000_000;
+const HOUR: i64 = 3_600_000;
+
+struct Fixture {
+    engine: Engine,
+    clock: ManualClock,
+    _dir: tempfile::TempDir,
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0);
+    let mut opts = EngineOptions::new(format!("sqlite://{}", dir.path().join("a.db").display()));
+    opts.clock = Arc::new(clock.clone());
+    let engine = Engine::open(opts).await.unwrap();
+    for (id, tenant, groups) in [
+        ("owner", "acme", vec![]),
+        ("ann", "acme", vec!["finance"]),
+        ("bob", "acme", vec!["finance"]),
+        ("eve", "other", vec!["finance"]),
+    ] {
+        engine
+            .upsert_principal(Principal {
+                id: id.into(),
+                tenant: tenant.into(),
+                name: id.into(),
+                email: Some(format!("{id}@example.com")),
+                groups: groups.into_iter().map(String::from).collect(),
+                roles: vec![],
+                is_override: false,
+            })
+            .await
+            .unwrap();
+    }
+    engine
+        .register_workflow(json!({
+            "id": "gate", "name": "Gate", "version": "1",
+            "nodes": [{"id": "review", "typeId": "core.approvalGate", "config": {
+                "title": "Review", "actions": ["accept", "reject"], "approverGroupRefs": ["finance"], "timeoutMs": 2 * HOUR
+            }}],
+            "edges": []
+        }))
+        .await
+        .unwrap();
+    engine
+        .register_workflow(json!({
+            "id": "open-gate", "name": "Open gate", "version": "1",
+            "nodes": [{"id": "review", "typeId": "core.approvalGate", "config": {
+                "title": "Open review", "actions": ["accept", "reject"], "approverGroupRefs": ["finance"]
+            }}],
+            "edges": []
+        }))
+        .await
+        .unwrap();
+    Fixture {
+        engine,
+        clock,
+        _dir: dir,
+    }
+}
+
+async fn actor(engine: &Engine, id: &str) -> Actor {
+    Actor {
+        principal: engine.principal(id).await.unwrap().unwrap(),
+        lane: Lane::ApiKey,
+    }
+}
+
+async fn start(engine: &Engine, workflow: &str) -> String {
+    let req: CreateRun = serde_json::from_value(json!({"workflowId": workflow})).unwrap();
+    engine
+        .create_run(req, &actor(engine, "owner").await, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap()
+        .run_id
+}
+
+async fn vote(engine: &Engine, run: &str, who: &str, action: &str) {
+    engine
+        .resolve(
+            run,
+            "review",
+            json!({"action": action}),
+            &actor(engine, who).await,
+            None,
+        )
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+}
+
+#[tokio::test]
+async fn overview_orders_pending_by_deadline_and_buckets_them_by_age() {
+    let f = fixture().await;
+    let old_open = start(&f.engine, "open-gate").await;
+    f.clock.advance(5 * HOUR);
+    let soon = start(&f.engine, "gate").await; // deadline T0 + 7 h
+    f.clock.advance(HOUR);
+    let later = start(&f.engine, "gate").await; // deadline T0 + 8 h
+    let decided = start(&f.engine, "open-gate").await;
+    vote(&f.engine, &decided, "ann", "accept").await;
+    let rejected = start(&f.engine, "open-gate").await;
+    vote(&f.engine, &rejected, "bob", "reject").await;
+    f.clock.advance(HOUR / 2);
+
+    let o = f.engine.admin_overview("acme", 14).await.unwrap();
+    let order: Vec<&str> = o.pending.iter().map(|p| p.run_id.as_str()).collect();
+    assert_eq!(order, vec![soon.as_str(), later.as_str(), old_open.as_str()]);
+    assert_eq!(o.pending_total, 3);
+    assert_eq!(o.overdue, 0);
+    // Now T0 + 6.5 h: the first deadline is half an hour away.
+    assert_eq!(o.pending[0].deadline_state, "soon");
+    assert_eq!(o.pending[1].deadline_state, "ok");
+    assert_eq!(o.pending[2].deadline_state, "none");
+    // Ages 0.5 h, 1.5 h and 6.5 h.
+    let counts: Vec<i64> = o.age_buckets.iter().map(|b| b.count).collect();
+    assert_eq!(counts, vec![1, 1, 1, 0, 0]);
+    // Decisions: the day of T0 + 6 h holds one approval and one rejection.
+    assert_eq!(o.decisions.len(), 14);
+    let today = o.decisions.last().unwrap();
+    assert_eq!((today.approved, today.rejected, today.timed_out), (1, 1, 0));
+    let by_status: std::collections::HashMap<_, _> = o
+        .runs_by_status
+        .iter()
+        .map(|s| (s.status.as_str(), s.count))
+        .collect();
+    assert_eq!(by_status["waiting-approval"], 3);
+    assert_eq!(by_status["completed"], 1);
+    assert_eq!(by_status["failed"], 1);
+
+    // A passed deadline puts the gate first, marked overdue, until the timer fires.
+    f.clock.advance(HOUR);
+    let o = f.engine.admin_overview("acme", 14).await.unwrap();
+    assert_eq!(o.pending[0].run_id, soon);
+    assert_eq!(o.pending[0].deadline_state, "overdue");
+    assert_eq!(o.overdue, 1);
+    // Once it fires it counts as timed out, never as approved.
+    f.engine.fire_due().await.unwrap();
+    let o = f.engine.admin_overview("acme", 14).await.unwrap();
+    assert_eq!(o.pending_total, 2);
+    assert_eq!(o.decisions.last().unwrap().timed_out, 1);
+
+    // Another tenant sees none of it.
+    let other = f.engine.admin_overview("other", 14).await.unwrap();
+    assert_eq!(other.pending_total, 0);
+    assert!(other.runs_by_status.iter().all(|s| s.count == 0));
+}
+
+#[tokio::test]
+async fn runs_filter_and_timeline_with_audit() {
+    let f = fixture().await;
+    let a = start(&f.engine, "open-gate").await;
+    f.clock.advance(1000);
+    let b = start(&f.engine, "gate").await;
+    vote(&f.engine, &b, "ann", "accept").await;
+
+    let all = f.engine.admin_runs("acme", &RunFilter::default()).await.unwrap();
+    assert_eq!(all.total, 2);
+    assert_eq!(all.items[0].run_id, b, "newest first");
+    assert_eq!(all.workflows, vec!["gate", "open-gate"]);
+    let waiting = f
+        .engine
+        .admin_runs(
+            "acme",
+            &RunFilter {
+                status: Some("waiting-approval".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(waiting.items.len(), 1);
+    assert_eq!(waiting.items[0].run_id, a);
+    assert_eq!(waiting.items[0].current_node_id.as_deref(), Some("review"));
+    assert_eq!(waiting.items[0].owner, "owner");
+
+    let t = f.engine.run_timeline("acme", &b).await.unwrap();
+    let types: Vec<&str> = t.events.iter().map(|e| e.event_type.as_str()).collect();
+    assert!(
+        types.contains(&"interrupt.requested") && types.contains(&"interrupt.resolved"),
+        "{types:?}"
+    );
+    assert_eq!(t.events[0].sequence, 0);
+    assert_eq!(t.audit.len(), 1);
+    assert_eq!(t.audit[0].principal, "ann");
+    assert_eq!(t.audit[0].action, "accept");
+    assert!(
+        t.audit[0].eligible_via.contains("finance"),
+        "{}",
+        t.audit[0].eligible_via
+    );
+    assert!(t.audit[0].counted);
+
+    // Another tenant's admin cannot read it.
+    assert!(matches!(
+        f.engine.run_timeline("other", &b).await,
+        Err(EngineError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
+    let f = fixture().await;
+    let saved = f
+        .engine
+        .save_principal(
+            "acme",
+            PrincipalEdit {
+                id: "dora".into(),
+                name: "Dora".into(),
+                email: Some("dora@example.com".into()),
+                groups: vec!["ops".into(), " ops ".into(), "".into()],
+                roles: vec!["admin".into()],
+                is_override: false,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(saved.groups, vec!["ops"]);
+    assert!(tollgate::engine::admin::is_admin(&saved));
+
+    let bad_email = PrincipalEdit {
+        id: "zed".into(),
+        name: "Zed".into(),
+        email: Some("not-an-address".into()),
+        ..Default::default()
+    };
+    match f.engine.save_principal("acme", bad_email).await {
+        Err(EngineError::Validation { field, .. }) => assert_eq!(field.as_deref(), Some("email")),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        f.engine.principal("zed").await.unwrap().is_none(),
+        "nothing written"
+    );
+    let bad_group = PrincipalEdit {
+        id: "zed".into(),
+        name: "Zed".into(),
+        groups: vec!["has space".into()],
+        ..Default::default()
+    };
+    match f.engine.save_principal("acme", bad_group).await {
+        Err(EngineError::Validation { field, .. }) => assert_eq!(field.as_deref(), Some("groups")),
+        other => panic!("{other:?}"),
+    }
+    // Someone of another tenant is not editable here.
+    let steal = PrincipalEdit {
+        id: "eve".into(),
+        name: "Eve".into(),
+        ..Default::default()
+    };
+    assert!(matches!(
+        f.engine.save_principal("acme", steal).await,
+        Err(EngineError::Conflict(_))
+    ));
+
+    // Memberships: the group list of the directory follows.
+    f.engine
+        .set_membership("acme", "dora", MembershipKind::Group, "finance", true)
+        .await
+        .unwrap();
+    f.engine
+        .set_membership("acme", "ann", MembershipKind::Group, "finance", false)
+        .await
+        .unwrap();
+    let dir = f.engine.directory("acme").await.unwrap();
+    let finance = dir.groups.iter().find(|g| g.name == "finance").unwrap();
+    assert_eq!(finance.members, vec!["bob", "dora"]);
+    assert!(dir.people.iter().all(|p| p.principal.tenant == "acme"));
+    assert!(matches!(
+        f.engine
+            .set_membership("acme", "eve", MembershipKind::Role, "admin", true)
+            .await,
+        Err(EngineError::NotFound(_))
+    ));
+
+    // Passwords: too short is refused; set, then removed.
+    assert!(matches!(
+        f.engine.admin_set_password("acme", "dora", Some("short")).await,
+        Err(EngineError::Validation { .. })
+    ));
+    f.engine
+        .admin_set_password("acme", "dora", Some("long enough pass"))
+        .await
+        .unwrap();
+    assert!(f
+        .engine
+        .verify_password("dora", "long enough pass")
+        .await
+        .unwrap()
+        .is_some());
+    f.engine.admin_set_password("acme", "dora", None).await.unwrap();
+    assert!(f
+        .engine
+        .verify_password("dora", "long enough pass")
+        .await
+        .unwrap()
+        .is_none());
+}
+
+#[tokio::test]
+async fn api_keys_are_shown_once_and_revocation_takes_effect() {
+    let f = fixture().await;
+    let new = f
+        .engine
+        .create_api_key("acme", "ann", &["runs:read".into()], Some("ci".into()))
+        .await
+        .unwrap();
+    assert!(f.engine.authenticate(&new.key).await.unwrap().is_some());
+    let listed = f.engine.api_keys("acme").await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, new.id);
+    assert!(
+        !serde_json::to_string(&listed).unwrap().contains(&new.key),
+        "the key is never listed"
+    );
+    assert!(f.engine.api_keys("other").await.unwrap().is_empty());
+
+    // Bad input names its field.
+    for (scopes, field) in [(vec![], "scopes"), (vec!["runs:fly".to_string()], "scopes")] {
+        match f.engine.create_api_key("acme", "ann", &scopes, None).await {
+            Err(EngineError::Validation { field: got, .. }) => assert_eq!(got.as_deref(), Some(field)),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(matches!(
+        f.engine
+            .create_api_key("acme", "eve", &["runs:read".into()], None)
+            .await,
+        Err(EngineError::NotFound(_))
+    ));
+    assert!(matches!(
+        f.engine.revoke_api_key(Some("acme"), "abc").await,
+        Err(EngineError::Validation { .. })
+    ));
+    assert!(matches!(
+        f.engine.revoke_api_key(Some("other"), &new.id).await,
+        Err(EngineError::NotFound(_))
+    ));
+
+    let revoked = f.engine.revoke_api_key(Some("acme"), &new.id).await.unwrap();
+    assert!(revoked.revoked_at.is_some());
+    assert!(
+        f.engine.authenticate(&new.key).await.unwrap().is_none(),
+        "refused at once"
+    );
+    // Storing the same key again (a config re-sync) does not revive it.
+    f.engine
+        .put_api_key(&new.key, "ann", &[tollgate::auth::Scope::RunsRead], None)
+        .await
+        .unwrap();
+    assert!(f.engine.authenticate(&new.key).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_key_revoked_elsewhere_is_refused_after_the_recheck_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("k.db").display());
+    let clock = ManualClock::new(T0);
+    let open = |clock: ManualClock| {
+        let mut o = EngineOptions::new(url.clone());
+        o.clock = Arc::new(clock);
+        Engine::open(o)
+    };
+    let server = open(clock.clone()).await.unwrap();
+    server
+        .upsert_principal(Principal {
+            id: "ann".into(),
+            tenant: "acme".into(),
+            name: "Ann".into(),
+            email: None,
+            groups: vec![],
+            roles: vec![],
+            is_override: false,
+        })
+        .await
+        .unwrap();
+    // A key made by another process (the CLI) works on the server at once.
+    let cli = open(clock.clone()).await.unwrap();
+    let new = cli
+        .create_api_key("acme", "ann", &["runs:read".into()], None)
+        .await
+        .unwrap();
+    assert!(server.authenticate(&new.key).await.unwrap().is_some());
+    cli.revoke_api_key(None, &new.id).await.unwrap();
+    // Cached for a moment, then refused.
+    assert!(server.authenticate(&new.key).await.unwrap().is_some());
+    clock.advance(tollgate::engine::API_KEY_RECHECK_MS);
+    assert!(server.authenticate(&new.key).await.unwrap().is_none());
+}
+
+fn configured(kid: &str, retired: bool) -> ConfiguredTokenKey {
+    ConfiguredTokenKey {
+        kid: kid.into(),
+        secret: format!("{kid}-secret-0123456789-0123456789-0123"),
+        retired,
+    }
+}
+
+fn states(rows: &[tollgate::engine::admin::TokenKeyRow]) -> Vec<(String, TokenKeyState)> {
+    let mut v: Vec<_> = rows.iter().map(|r| (r.kid.clone(), r.state)).collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+#[tokio::test]
+async fn token_keys_rotate_without_orphaning_links() {
+    let f = fixture().await;
+    f.engine
+        .sync_token_keys(vec![configured("k1", false)], None)
+        .await
+        .unwrap();
+    let run = start(&f.engine, "open-gate").await;
+    let ann = f.engine.principal("ann").await.unwrap().unwrap();
+    let (old_link, _) = f
+        .engine
+        .mint_token(&run, "review", &ann, tollgate::token::Intent::Inspect)
+        .await
+        .unwrap();
+    assert!(old_link.starts_with("ow2.hs256.k1."));
+
+    // Added, not active: k1 still signs.
+    f.engine.add_token_key("k2", None, false).await.unwrap();
+    let rows = f.engine.token_keys().await.unwrap();
+    assert_eq!(
+        states(&rows),
+        vec![
+            ("k1".into(), TokenKeyState::Signing),
+            ("k2".into(), TokenKeyState::New)
+        ]
+    );
+    assert!(rows.iter().any(|r| r.kid == "k2" && r.source == "dashboard"));
+    // Activated: k2 signs, k1 still verifies the link it signed.
+    f.clock.advance(1000);
+    f.engine.activate_token_key("k2").await.unwrap();
+    let (new_link, _) = f
+        .engine
+        .mint_token(&run, "review", &ann, tollgate::token::Intent::Inspect)
+        .await
+        .unwrap();
+    assert!(new_link.starts_with("ow2.hs256.k2."));
+    assert!(f.engine.inspect_by_token(&old_link).await.is_ok());
+    // Retired: never signs again, still verifies; retiring is one-way, even
+    // when the configuration file lists the key as live.
+    f.engine.retire_token_key("k1").await.unwrap();
+    assert!(f.engine.inspect_by_token(&old_link).await.is_ok());
+    f.engine
+        .sync_token_keys(vec![configured("k1", false)], None)
+        .await
+        .unwrap();
+    assert_eq!(
+        states(&f.engine.token_keys().await.unwrap()),
+        vec![
+            ("k1".into(), TokenKeyState::Retired),
+            ("k2".into(), TokenKeyState::Signing)
+        ]
+    );
+    assert!(matches!(
+        f.engine.activate_token_key("k1").await,
+        Err(EngineError::Conflict(_))
+    ));
+    assert!(matches!(
+        f.engine.retire_token_key("nope").await,
+        Err(EngineError::NotFound(_))
+    ));
+    // Bad input names its field.
+    for (kid, secret, field) in [
+        ("k3", Some("short".to_string()), "secret"),
+        ("bad kid", None, "kid"),
+        ("k2", None, "kid"),
+    ] {
+        match f.engine.add_token_key(kid, secret, false).await {
+            Err(EngineError::Validation { field: got, .. }) => assert_eq!(got.as_deref(), Some(field)),
+            other => panic!("{kid}: {other:?}"),
+        }
+    }
+    // Retiring the signing key leaves none: links cannot be issued.
+    f.engine.retire_token_key("k2").await.unwrap();
+    assert!(!f.engine.can_mint_tokens());
+    assert!(f.engine.inspect_by_token(&new_link).await.is_ok());
+}
+
+#[tokio::test]
+async fn outbox_is_listed_and_retried_per_tenant() {
+    let f = fixture().await;
+    let run = start(&f.engine, "open-gate").await;
+    let rows = f.engine.outbox_for_tenant("acme", None, None, 50).await.unwrap();
+    // ann and bob (group finance, with email) are mailed.
+    let mut to: Vec<&str> = rows.iter().map(|r| r.recipient.as_str()).collect();
+    to.sort();
+    assert_eq!(to, vec!["ann", "bob"]);
+    assert!(rows.iter().all(|r| r.run_id == run && r.kind == "email"));
+    assert!(f
+        .engine
+        .outbox_for_tenant("other", None, None, 50)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(f
+        .engine
+        .outbox_for_tenant("acme", Some("callback"), None, 50)
+        .await
+        .unwrap()
+        .is_empty());
+
+    let id = rows[0].id;
+    // Only failed or dropped messages are retried.
+    assert!(matches!(
+        f.engine.retry_outbox_for_tenant("acme", id).await,
+        Err(EngineError::NotFound(_))
+    ));
+    f.engine.outbox_drop(id, "test".into()).await.unwrap();
+    assert_eq!(
+        f.engine
+            .outbox_for_tenant("acme", None, Some("dropped"), 50)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(matches!(
+        f.engine.retry_outbox_for_tenant("other", id).await,
+        Err(EngineError::NotFound(_))
+    ));
+    f.engine.retry_outbox_for_tenant("acme", id).await.unwrap();
+    let again = f
+        .engine
+        .outbox_for_tenant("acme", None, Some("pending"), 50)
+        .await
+        .unwrap();
+    assert!(again.iter().any(|r| r.id == id));
+}
