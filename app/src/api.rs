@@ -12,6 +12,8 @@ use std::collections::HashMap;
 pub struct Me {
     pub id: String,
     pub name: String,
+    /// May use the admin dashboard.
+    pub is_admin: bool,
 }
 
 /// Query parameters of the inbox (`?kind=&workflow=&overdue=1&sort=&page=`).
@@ -152,6 +154,7 @@ mod server_side {
         Me {
             id: p.id.clone(),
             name: p.name.clone(),
+            is_admin: tollgate::engine::admin::is_admin(p),
         }
     }
 

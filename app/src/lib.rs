@@ -1,5 +1,8 @@
 //! Tollgate console: the Leptos application shared by the server (SSR) and the browser (hydrate).
+// Large server-rendered views (the dashboard) nest deeply in tachys types.
+#![recursion_limit = "256"]
 
+pub mod admin;
 pub mod api;
 pub mod form;
 pub mod pages;
@@ -51,6 +54,16 @@ pub fn App() -> impl IntoView {
                         ssr=SsrMode::Async
                     />
                     <Route path=(StaticSegment("t"), ParamSegment("token")) view=pages::TokenPage ssr=SsrMode::Async />
+                    <Route path=StaticSegment("dashboard") view=admin::Overview ssr=SsrMode::Async />
+                    <Route path=(StaticSegment("dashboard"), StaticSegment("runs")) view=admin::Runs ssr=SsrMode::Async />
+                    <Route
+                        path=(StaticSegment("dashboard"), StaticSegment("runs"), ParamSegment("run_id"))
+                        view=admin::RunTimeline
+                        ssr=SsrMode::Async
+                    />
+                    <Route path=(StaticSegment("dashboard"), StaticSegment("people")) view=admin::People ssr=SsrMode::Async />
+                    <Route path=(StaticSegment("dashboard"), StaticSegment("keys")) view=admin::Keys ssr=SsrMode::Async />
+                    <Route path=(StaticSegment("dashboard"), StaticSegment("outbox")) view=admin::Outbox ssr=SsrMode::Async />
                 </Routes>
             </div>
         </Router>

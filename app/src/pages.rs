@@ -11,12 +11,12 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-const BUTTON: &str = "inline-flex items-center rounded-md bg-indigo-700 px-4 py-2 text-sm font-semibold text-white shadow-sm hover:bg-indigo-800 focus:outline-none focus:ring-2 focus:ring-indigo-500 focus:ring-offset-2";
-const BUTTON_SECONDARY: &str = "inline-flex items-center rounded-md border border-slate-300 bg-white px-4 py-2 text-sm font-semibold text-slate-800 shadow-sm hover:bg-slate-50 focus:outline-none focus:ring-2 focus:ring-indigo-500 focus:ring-offset-2";
-const BUTTON_DANGER: &str = "inline-flex items-center rounded-md bg-red-700 px-4 py-2 text-sm font-semibold text-white shadow-sm hover:bg-red-800 focus:outline-none focus:ring-2 focus:ring-red-500 focus:ring-offset-2";
-const CARD: &str = "rounded-lg border border-slate-200 bg-white p-6 shadow-sm";
-const LINK: &str = "font-medium text-indigo-800 underline decoration-indigo-300 underline-offset-2 hover:decoration-indigo-700 focus:outline-none focus:ring-2 focus:ring-indigo-500";
-const SELECT: &str = "mt-1 block rounded-md border border-slate-300 bg-white px-3 py-2 text-sm text-slate-900 focus:border-indigo-500 focus:outline-none focus:ring-2 focus:ring-indigo-500";
+pub(crate) const BUTTON: &str = "inline-flex items-center rounded-md bg-indigo-700 px-4 py-2 text-sm font-semibold text-white shadow-sm hover:bg-indigo-800 focus:outline-none focus:ring-2 focus:ring-indigo-500 focus:ring-offset-2";
+pub(crate) const BUTTON_SECONDARY: &str = "inline-flex items-center rounded-md border border-slate-300 bg-white px-4 py-2 text-sm font-semibold text-slate-800 shadow-sm hover:bg-slate-50 focus:outline-none focus:ring-2 focus:ring-indigo-500 focus:ring-offset-2";
+pub(crate) const BUTTON_DANGER: &str = "inline-flex items-center rounded-md bg-red-700 px-4 py-2 text-sm font-semibold text-white shadow-sm hover:bg-red-800 focus:outline-none focus:ring-2 focus:ring-red-500 focus:ring-offset-2";
+pub(crate) const CARD: &str = "rounded-lg border border-slate-200 bg-white p-6 shadow-sm";
+pub(crate) const LINK: &str = "font-medium text-indigo-800 underline decoration-indigo-300 underline-offset-2 hover:decoration-indigo-700 focus:outline-none focus:ring-2 focus:ring-indigo-500";
+pub(crate) const SELECT: &str = "mt-1 block rounded-md border border-slate-300 bg-white px-3 py-2 text-sm text-slate-900 focus:border-indigo-500 focus:outline-none focus:ring-2 focus:ring-indigo-500";
 
 /// "3 min", "5 h", "2 d".
 pub fn human_ms(ms: i64) -> String {
@@ -43,7 +43,7 @@ fn action_label(action: &str) -> &'static str {
     }
 }
 
-fn kind_label(kind: &str) -> String {
+pub(crate) fn kind_label(kind: &str) -> String {
     let mut s = kind.replace('-', " ");
     if let Some(first) = s.get_mut(0..1) {
         first.make_ascii_uppercase();
@@ -53,7 +53,7 @@ fn kind_label(kind: &str) -> String {
 
 /// The bar above every signed-in page.
 #[component]
-fn Header(me: Option<Me>) -> impl IntoView {
+pub(crate) fn Header(me: Option<Me>) -> impl IntoView {
     view! {
         <header class="border-b border-slate-200 bg-white">
             <div class="mx-auto flex max-w-5xl items-center justify-between px-6 py-3">
@@ -62,6 +62,8 @@ fn Header(me: Option<Me>) -> impl IntoView {
                 </a>
                 {me.map(|me| view! {
                     <div class="flex items-center gap-4 text-sm">
+                        <a href="/" class=LINK>"Inbox"</a>
+                        {me.is_admin.then(|| view! { <a href="/dashboard" id="nav-dashboard" class=LINK>"Dashboard"</a> })}
                         <span id="signed-in-as" class="text-slate-700">{me.name}</span>
                         <form method="post" action="/signout">
                             <button type="submit" id="sign-out" class=BUTTON_SECONDARY>"Sign out"</button>
@@ -73,7 +75,7 @@ fn Header(me: Option<Me>) -> impl IntoView {
     }
 }
 
-fn error_box(message: String) -> AnyView {
+pub(crate) fn error_box(message: String) -> AnyView {
     view! {
         <main class="mx-auto max-w-3xl p-8">
             <div role="alert" class="rounded-md border border-red-200 bg-red-50 p-4 text-red-800">{message}</div>
