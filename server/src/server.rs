@@ -107,6 +107,7 @@ pub fn router(state: AppState) -> Router {
         .route("/signin", axum::routing::post(console::sign_in))
         .route("/signout", axum::routing::post(console::sign_out))
         .route("/t/{token}", axum::routing::post(console::decide_by_token))
+        .merge(crate::dashboard::routes())
         .merge(api::router())
         .leptos_routes_with_context(&state, pages, context, shell)
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
@@ -146,13 +147,24 @@ async fn to_console(
 /// Fires passed deadlines and due delays. Deadlines missed while the server
 /// was down fire on the first tick.
 async fn run_timers(engine: Engine, every: Duration) {
+    let mut last_key_reload = tokio::time::Instant::now();
     loop {
         if let Err(e) = engine.fire_due().await {
             tracing::error!(error = %e, "timer sweep failed");
         }
+        // Token keys changed by another instance (or the CLI) are picked up here.
+        if last_key_reload.elapsed() >= TOKEN_KEY_RELOAD {
+            last_key_reload = tokio::time::Instant::now();
+            if let Err(e) = engine.reload_token_keys().await {
+                tracing::error!(error = %e, "reloading token keys failed");
+            }
+        }
         tokio::time::sleep(every).await;
     }
 }
+
+/// How often the token signing keys are read again from the database.
+const TOKEN_KEY_RELOAD: Duration = Duration::from_secs(15);
 
 /// Puts the configured directory, keys and workflows into the engine.
 async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
@@ -175,20 +187,15 @@ async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("principals {}: password_hash: {e}", p.id))?;
         }
     }
-    engine.set_token_keys(
-        config
-            .token_keys
-            .iter()
-            .map(|k| tollgate::token::SigningKey {
-                kid: k.kid.clone(),
-                secret: k.secret.clone(),
-                retired: k.retired,
-            })
-            .collect(),
-        Some(config.server.token_ttl_minutes as i64 * 60_000),
-    );
-    if config.token_keys.iter().all(|k| k.retired) {
-        tracing::warn!("no active [[token_keys]]: interrupt links cannot be issued");
+    engine
+        .sync_token_keys(
+            crate::cli::admin::configured_token_keys(config),
+            Some(config.server.token_ttl_minutes as i64 * 60_000),
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("[[token_keys]]: {e}"))?;
+    if !engine.can_mint_tokens() {
+        tracing::warn!("no active token signing key: interrupt links cannot be issued");
     }
     for k in &config.api_keys {
         let scopes = tollgate::auth::parse_scopes(&k.scopes).map_err(anyhow::Error::msg)?;

@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use std::str::FromStr;
 use std::time::Duration;
+use tollgate_app::admin::api::{Flash, FlashMessage};
 use tollgate_app::api::SignedIn;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::session_store::ExpiredDeletion;
@@ -70,6 +71,12 @@ pub async fn load_principal(
             }
         }
     }
+    // A dashboard post's message is shown by the page drawn next, once.
+    if req.uri().path().starts_with("/dashboard") && req.method() == Method::GET && is_browser(&req) {
+        if let Ok(Some(flash)) = session.remove::<Flash>(crate::dashboard::FLASH_KEY).await {
+            req.extensions_mut().insert(FlashMessage(flash));
+        }
+    }
     next.run(req).await
 }
 
@@ -105,7 +112,11 @@ pub fn is_browser(req: &Request) -> bool {
 
 /// Console pages that need a signed-in person.
 fn needs_sign_in(path: &str) -> bool {
-    path == "/" || is_interrupt_page(path)
+    path == "/" || is_interrupt_page(path) || is_dashboard(path)
+}
+
+fn is_dashboard(path: &str) -> bool {
+    path == "/dashboard" || path.starts_with("/dashboard/")
 }
 
 /// Sends people who are not signed in to the sign-in page, and refuses
@@ -118,6 +129,7 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
             || path == "/signout"
             || path.starts_with("/t/")
             || path.starts_with("/api/")
+            || is_dashboard(&path)
             // The interrupt page shares its path with the REST resolve: only form posts are the console's.
             || (is_interrupt_page(&path) && is_form_post(&req)));
     if console_post && !same_origin(&state, &req) {
@@ -125,7 +137,7 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
     }
     let page_get = matches!(*req.method(), Method::GET | Method::HEAD)
         && needs_sign_in(&path)
-        && (path == "/" || is_browser(&req));
+        && (path == "/" || is_dashboard(&path) || is_browser(&req));
     if page_get && req.extensions().get::<SignedIn>().is_none() {
         let next_url = req
             .uri()
