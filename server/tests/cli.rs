@@ -552,7 +552,43 @@ async fn offline_user_and_key_then_used_against_the_server() {
     let raw = std::fs::read(dir.dir.path().join("t.db")).expect("db");
     assert!(!raw.windows(key.len()).any(|w| w == key.as_bytes()));
 
+    // A second key, listed and revoked offline: the server refuses it.
+    let doomed = cli(&[
+        "key",
+        "create",
+        "--db",
+        &db,
+        "--principal",
+        "zed",
+        "--scope",
+        "runs:read",
+    ]);
+    let doomed = doomed.ok().json();
+    let doomed_key = doomed["key"].as_str().expect("key").to_string();
+    let doomed_id = doomed["id"].as_str().expect("id").to_string();
+    let listed = cli(&["key", "list", "--db", &db]).ok().json();
+    let keys = listed["keys"].as_array().expect("keys");
+    assert_eq!(keys.len(), 2, "{listed}");
+    assert!(keys
+        .iter()
+        .any(|k| k["id"] == doomed_id.as_str() && k["revokedAt"].is_null()));
+    assert!(!listed.to_string().contains(&doomed_key), "keys are never listed");
+    let r = cli(&["key", "revoke", "--db", &db, "--id", "abc"]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("8 hex"), "{}", r.stderr);
+    let revoked = cli_with(
+        &["key", "revoke", "--db", &db, "--key-stdin"],
+        &[],
+        Some(&format!("{doomed_key}\n")),
+    );
+    let revoked = revoked.ok().json();
+    assert_eq!(revoked["id"], doomed_id.as_str());
+    assert!(revoked["revokedAt"].is_string());
+
     let server = Server::start(&dir).await;
+    let r = remote(&server, &doomed_key, &["interrupt", "list"]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("401"), "{}", r.stderr);
     let run = remote(&server, &key, &["run", "start", "conformance-approval"])
         .ok()
         .json()["runId"]

@@ -99,29 +99,80 @@ pub(super) async fn user(command: UserCommand) -> anyhow::Result<i32> {
 }
 
 pub(super) async fn key(command: KeyCommand) -> anyhow::Result<i32> {
-    let KeyCommand::Create {
-        db,
-        principal,
-        scopes,
-        label,
-    } = command;
-    let parsed = tollgate::auth::parse_scopes(&scopes).map_err(|e| anyhow!("--scope: {e}"))?;
-    let engine = open_db(&db).await?;
-    if engine.principal(&principal).await?.is_none() {
-        bail!("--principal: unknown principal {principal:?} (add it with `tollgate user add`)");
+    match command {
+        KeyCommand::Create {
+            db,
+            principal,
+            scopes,
+            label,
+        } => {
+            let parsed = tollgate::auth::parse_scopes(&scopes).map_err(|e| anyhow!("--scope: {e}"))?;
+            let engine = open_db(&db).await?;
+            if engine.principal(&principal).await?.is_none() {
+                bail!("--principal: unknown principal {principal:?} (add it with `tollgate user add`)");
+            }
+            let key = tollgate::auth::generate_key();
+            engine
+                .put_api_key(&key, &principal, &parsed, label.clone())
+                .await?;
+            print_json(&json!({
+                "key": key,
+                "id": &tollgate::auth::hash_key(&key)[..12],
+                "principal": principal,
+                "scopes": parsed.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+                "label": label,
+            }));
+            eprintln!("The key is shown only this once; only its SHA-256 digest is stored.");
+            Ok(0)
+        }
+        KeyCommand::List { db, tenant } => {
+            let engine = open_db(&db).await?;
+            let tenants = match tenant {
+                Some(t) => vec![t],
+                None => engine.tenants().await?,
+            };
+            let mut keys = Vec::new();
+            for t in tenants {
+                keys.extend(engine.api_keys(&t).await?);
+            }
+            print_json(&json!({ "keys": keys }));
+            Ok(0)
+        }
+        KeyCommand::Revoke { db, id, key_stdin } => {
+            let id = match (id, key_stdin) {
+                (Some(id), _) => id,
+                (None, true) => {
+                    let mut line = String::new();
+                    std::io::stdin().read_line(&mut line)?;
+                    let key = line.trim();
+                    if key.is_empty() {
+                        bail!("--key-stdin: no key on stdin");
+                    }
+                    tollgate::auth::hash_key(key)
+                }
+                (None, false) => bail!("give --id or --key-stdin"),
+            };
+            let engine = open_db(&db).await?;
+            let row = engine.revoke_api_key(None, &id).await?;
+            print_json(&json!(row));
+            Ok(0)
+        }
     }
-    let key = tollgate::auth::generate_key();
-    engine
-        .put_api_key(&key, &principal, &parsed, label.clone())
-        .await?;
-    print_json(&json!({
-        "key": key,
-        "principal": principal,
-        "scopes": parsed.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
-        "label": label,
-    }));
-    eprintln!("The key is shown only this once; only its SHA-256 digest is stored.");
-    Ok(0)
+}
+
+/// The configuration's `[[token_keys]]` as the engine takes them.
+pub(crate) fn configured_token_keys(
+    config: &crate::config::Config,
+) -> Vec<tollgate::engine::admin::ConfiguredTokenKey> {
+    config
+        .token_keys
+        .iter()
+        .map(|k| tollgate::engine::admin::ConfiguredTokenKey {
+            kid: k.kid.clone(),
+            secret: k.secret.clone(),
+            retired: k.retired,
+        })
+        .collect()
 }
 
 /// `token mint --config FILE --principal ID`: mints through the engine with
@@ -142,18 +193,12 @@ pub(super) async fn mint_token(
     })
     .await
     .map_err(|e| anyhow!("cannot open {}: {e}", config.database.url))?;
-    engine.set_token_keys(
-        config
-            .token_keys
-            .iter()
-            .map(|k| tollgate::token::SigningKey {
-                kid: k.kid.clone(),
-                secret: k.secret.clone(),
-                retired: k.retired,
-            })
-            .collect(),
-        Some(config.server.token_ttl_minutes as i64 * 60_000),
-    );
+    engine
+        .sync_token_keys(
+            configured_token_keys(&config),
+            Some(config.server.token_ttl_minutes as i64 * 60_000),
+        )
+        .await?;
     if !engine.can_mint_tokens() {
         bail!("the configuration has no active [[token_keys]] entry: links cannot be signed");
     }

@@ -7,7 +7,7 @@
 //! Data goes to stdout as JSON; errors go to stderr in words; any failure
 //! exits non-zero (1; 2 for usage errors, as clap does).
 
-mod admin;
+pub(crate) mod admin;
 mod remote;
 mod schemas;
 
@@ -304,6 +304,30 @@ enum KeyCommand {
         /// A label to recognise the key by.
         #[arg(long)]
         label: Option<String>,
+    },
+    /// List the API keys in the database file (offline): `{keys: [{id, principal,
+    /// scopes, label, createdAt, revokedAt}]}`. `id` is the start of the key's
+    /// SHA-256 digest; the keys themselves are never stored.
+    List {
+        /// The SQLite database file.
+        #[arg(long)]
+        db: PathBuf,
+        /// Only this tenant's keys.
+        #[arg(long)]
+        tenant: Option<String>,
+    },
+    /// Revoke an API key (offline). A running server refuses the key within
+    /// 10 seconds; the dashboard's revoke takes effect at once.
+    Revoke {
+        /// The SQLite database file.
+        #[arg(long)]
+        db: PathBuf,
+        /// The key's id as `key list` or `key create` print it (at least 8 hex characters).
+        #[arg(long, required_unless_present = "key", conflicts_with = "key")]
+        id: Option<String>,
+        /// The key itself, read from stdin (so it stays out of shell history).
+        #[arg(long = "key-stdin", id = "key")]
+        key_stdin: bool,
     },
 }
 
