@@ -1233,7 +1233,7 @@ async fn callbacks_are_queued_with_the_interrupt_and_the_run_end_in_the_same_ste
     let second = f.engine.outbox_item(due[1].id).await.unwrap();
     assert_eq!(second.status, "failed");
     f.engine.outbox_retry(due[1].id).await.unwrap();
-    f.engine.callback_delivered(due[1].id, 204, "ok".into()).await.unwrap();
+    f.engine.callback_delivered(due[1].id, "https", 204, "ok".into()).await.unwrap();
     let second = f.engine.outbox_item(due[1].id).await.unwrap();
     assert_eq!((second.status.as_str(), second.response_status), ("sent", Some(204)));
 

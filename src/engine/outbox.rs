@@ -135,15 +135,16 @@ impl Engine {
             .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))
     }
 
-    /// Records a callback answered 2xx: sent, with the status and a summary.
-    pub async fn callback_delivered(&self, id: i64, status: u16, message: String) -> Result<()> {
-        let now = self.now();
+    /// Records a callback answered 2xx: sent (`via` the URL scheme), with the status and a summary.
+    pub async fn callback_delivered(&self, id: i64, via: &str, status: u16, message: String) -> Result<()> {
+        let (via, now) = (via.to_string(), self.now());
         self.inner
             .store
             .write(move |conn| {
                 Box::pin(async move {
-                    sqlx::query("UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_at = ?, delivered_via = 'https', message = ?, response_status = ?, last_error = NULL WHERE id = ?")
+                    sqlx::query("UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_at = ?, delivered_via = ?, message = ?, response_status = ?, last_error = NULL WHERE id = ?")
                         .bind(now)
+                        .bind(&via)
                         .bind(&message)
                         .bind(status as i64)
                         .bind(id)
