@@ -87,7 +87,13 @@ pub fn sign(secret: &str, t: i64, body: &[u8]) -> String {
 
 /// Checks a signature header as a receiver would: the MAC (constant time) and
 /// that `t` is within `tolerance_secs` of `now_secs`.
-pub fn verify(secret: &str, header: &str, body: &[u8], now_secs: i64, tolerance_secs: i64) -> Result<(), String> {
+pub fn verify(
+    secret: &str,
+    header: &str,
+    body: &[u8],
+    now_secs: i64,
+    tolerance_secs: i64,
+) -> Result<(), String> {
     let mut t = None;
     let mut sigs = Vec::new();
     for part in header.split(',') {
@@ -131,10 +137,20 @@ mod tests {
 
     #[test]
     fn the_callback_events_are_the_interrupt_and_the_run_end() {
-        for t in ["interrupt.requested", "run.completed", "run.failed", "run.cancelled"] {
+        for t in [
+            "interrupt.requested",
+            "run.completed",
+            "run.failed",
+            "run.cancelled",
+        ] {
             assert!(is_callback_event(t));
         }
-        for t in ["run.started", "node.suspended", "interrupt.resolved", "node.failed"] {
+        for t in [
+            "run.started",
+            "node.suspended",
+            "interrupt.resolved",
+            "node.failed",
+        ] {
             assert!(!is_callback_event(t));
         }
     }

@@ -71,24 +71,69 @@ fn in_v6(ip: Ipv6Addr, net: Ipv6Addr, len: u32) -> bool {
 /// `private` is true for the classes `allow_loopback` admits.
 fn v4_refusal(ip: Ipv4Addr) -> Option<(&'static str, bool)> {
     const TABLE: &[([u8; 4], u32, &str, bool)] = &[
-        ([0, 0, 0, 0], 8, "\"this network\" 0.0.0.0/8 (includes the unspecified address)", false),
+        (
+            [0, 0, 0, 0],
+            8,
+            "\"this network\" 0.0.0.0/8 (includes the unspecified address)",
+            false,
+        ),
         ([10, 0, 0, 0], 8, "private (RFC 1918) 10.0.0.0/8", true),
-        ([100, 64, 0, 0], 10, "shared address space (CGNAT) 100.64.0.0/10", false),
+        (
+            [100, 64, 0, 0],
+            10,
+            "shared address space (CGNAT) 100.64.0.0/10",
+            false,
+        ),
         ([127, 0, 0, 0], 8, "loopback 127.0.0.0/8", true),
         ([169, 254, 0, 0], 16, "link-local 169.254.0.0/16", false),
         ([172, 16, 0, 0], 12, "private (RFC 1918) 172.16.0.0/12", true),
-        ([192, 0, 0, 0], 24, "IETF protocol assignments 192.0.0.0/24", false),
-        ([192, 0, 2, 0], 24, "documentation (TEST-NET-1) 192.0.2.0/24", false),
+        (
+            [192, 0, 0, 0],
+            24,
+            "IETF protocol assignments 192.0.0.0/24",
+            false,
+        ),
+        (
+            [192, 0, 2, 0],
+            24,
+            "documentation (TEST-NET-1) 192.0.2.0/24",
+            false,
+        ),
         ([192, 31, 196, 0], 24, "AS112 192.31.196.0/24", false),
         ([192, 52, 193, 0], 24, "AMT 192.52.193.0/24", false),
-        ([192, 88, 99, 0], 24, "deprecated 6to4 relay anycast 192.88.99.0/24", false),
+        (
+            [192, 88, 99, 0],
+            24,
+            "deprecated 6to4 relay anycast 192.88.99.0/24",
+            false,
+        ),
         ([192, 168, 0, 0], 16, "private (RFC 1918) 192.168.0.0/16", true),
-        ([192, 175, 48, 0], 24, "direct delegation AS112 192.175.48.0/24", false),
+        (
+            [192, 175, 48, 0],
+            24,
+            "direct delegation AS112 192.175.48.0/24",
+            false,
+        ),
         ([198, 18, 0, 0], 15, "benchmarking 198.18.0.0/15", false),
-        ([198, 51, 100, 0], 24, "documentation (TEST-NET-2) 198.51.100.0/24", false),
-        ([203, 0, 113, 0], 24, "documentation (TEST-NET-3) 203.0.113.0/24", false),
+        (
+            [198, 51, 100, 0],
+            24,
+            "documentation (TEST-NET-2) 198.51.100.0/24",
+            false,
+        ),
+        (
+            [203, 0, 113, 0],
+            24,
+            "documentation (TEST-NET-3) 203.0.113.0/24",
+            false,
+        ),
         ([224, 0, 0, 0], 4, "multicast 224.0.0.0/4", false),
-        ([255, 255, 255, 255], 32, "limited broadcast 255.255.255.255", false),
+        (
+            [255, 255, 255, 255],
+            32,
+            "limited broadcast 255.255.255.255",
+            false,
+        ),
         ([240, 0, 0, 0], 4, "reserved 240.0.0.0/4", false),
     ];
     TABLE
@@ -108,7 +153,10 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<(Ipv4Addr, &'static str)> {
         return Some((low32, "NAT64 64:ff9b::/96"));
     }
     if in_v6(ip, Ipv6Addr::new(0x2002, 0, 0, 0, 0, 0, 0, 0), 16) {
-        return Some((Ipv4Addr::from(((bits >> 80) & 0xffff_ffff) as u32), "6to4 2002::/16"));
+        return Some((
+            Ipv4Addr::from(((bits >> 80) & 0xffff_ffff) as u32),
+            "6to4 2002::/16",
+        ));
     }
     // IPv4-compatible ::/96, except :: and ::1 themselves.
     if in_v6(ip, Ipv6Addr::UNSPECIFIED, 96) && bits > 1 {
@@ -126,16 +174,66 @@ fn v6_refusal(ip: Ipv6Addr) -> Option<(&'static str, bool)> {
         return Some(("loopback ::1", true));
     }
     const TABLE: &[(Ipv6Addr, u32, &str, bool)] = &[
-        (Ipv6Addr::new(0x64, 0xff9b, 1, 0, 0, 0, 0, 0), 48, "local-use NAT64 64:ff9b:1::/48", false),
-        (Ipv6Addr::new(0x100, 0, 0, 0, 0, 0, 0, 0), 64, "discard-only 100::/64", false),
-        (Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0), 32, "documentation 2001:db8::/32", false),
-        (Ipv6Addr::new(0x2001, 0, 0, 0, 0, 0, 0, 0), 23, "IETF protocol assignments 2001::/23", false),
-        (Ipv6Addr::new(0x3fff, 0, 0, 0, 0, 0, 0, 0), 20, "documentation 3fff::/20", false),
-        (Ipv6Addr::new(0x5f00, 0, 0, 0, 0, 0, 0, 0), 16, "SRv6 SIDs 5f00::/16", false),
-        (Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0), 7, "unique local (ULA) fc00::/7", true),
-        (Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10, "link-local fe80::/10", false),
-        (Ipv6Addr::new(0xfec0, 0, 0, 0, 0, 0, 0, 0), 10, "deprecated site-local fec0::/10", false),
-        (Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8, "multicast ff00::/8", false),
+        (
+            Ipv6Addr::new(0x64, 0xff9b, 1, 0, 0, 0, 0, 0),
+            48,
+            "local-use NAT64 64:ff9b:1::/48",
+            false,
+        ),
+        (
+            Ipv6Addr::new(0x100, 0, 0, 0, 0, 0, 0, 0),
+            64,
+            "discard-only 100::/64",
+            false,
+        ),
+        (
+            Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0),
+            32,
+            "documentation 2001:db8::/32",
+            false,
+        ),
+        (
+            Ipv6Addr::new(0x2001, 0, 0, 0, 0, 0, 0, 0),
+            23,
+            "IETF protocol assignments 2001::/23",
+            false,
+        ),
+        (
+            Ipv6Addr::new(0x3fff, 0, 0, 0, 0, 0, 0, 0),
+            20,
+            "documentation 3fff::/20",
+            false,
+        ),
+        (
+            Ipv6Addr::new(0x5f00, 0, 0, 0, 0, 0, 0, 0),
+            16,
+            "SRv6 SIDs 5f00::/16",
+            false,
+        ),
+        (
+            Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0),
+            7,
+            "unique local (ULA) fc00::/7",
+            true,
+        ),
+        (
+            Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0),
+            10,
+            "link-local fe80::/10",
+            false,
+        ),
+        (
+            Ipv6Addr::new(0xfec0, 0, 0, 0, 0, 0, 0, 0),
+            10,
+            "deprecated site-local fec0::/10",
+            false,
+        ),
+        (
+            Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0),
+            8,
+            "multicast ff00::/8",
+            false,
+        ),
     ];
     if let Some((_, _, why, private)) = TABLE.iter().find(|(net, len, _, _)| in_v6(ip, *net, *len)) {
         return Some((why, *private));
@@ -223,7 +321,9 @@ pub fn check_url(raw: &str, policy: EgressPolicy) -> Result<Url, String> {
 mod tests {
     use super::*;
 
-    const STRICT: EgressPolicy = EgressPolicy { allow_loopback: false };
+    const STRICT: EgressPolicy = EgressPolicy {
+        allow_loopback: false,
+    };
     const LOOSE: EgressPolicy = EgressPolicy { allow_loopback: true };
 
     /// (url, refused without allow_loopback, refused with allow_loopback, words in the reason)
@@ -279,14 +379,24 @@ mod tests {
         // link-local and metadata
         ("https://169.254.1.1/", true, true, "link-local"),
         ("https://[fe80::1]/", true, true, "link-local"),
-        ("https://169.254.169.254/latest/meta-data/", true, true, "metadata"),
+        (
+            "https://169.254.169.254/latest/meta-data/",
+            true,
+            true,
+            "metadata",
+        ),
         ("https://[::ffff:169.254.169.254]/", true, true, "metadata"),
         ("https://[::ffff:a9fe:a9fe]/", true, true, "metadata"),
         ("https://2852039166/", true, true, "metadata"),
         ("https://169.254.170.2/", true, true, "metadata"),
         ("https://100.100.100.200/", true, true, "metadata"),
         ("https://[fd00:ec2::254]/", true, true, "metadata"),
-        ("https://metadata.google.internal/computeMetadata/v1/", true, true, "metadata"),
+        (
+            "https://metadata.google.internal/computeMetadata/v1/",
+            true,
+            true,
+            "metadata",
+        ),
         ("https://metadata.google.internal./", true, true, "metadata"),
         ("https://instance-data/", true, true, "metadata"),
         // ULA
@@ -358,6 +468,10 @@ mod tests {
     fn urls_are_normalized() {
         let u = check_url("https://EXAMPLE.com:443/a/../b", STRICT).unwrap();
         assert_eq!(u.as_str(), "https://example.com/b");
-        assert!(check_url(&format!("https://example.com/{}", "a".repeat(MAX_URL_LEN)), STRICT).is_err());
+        assert!(check_url(
+            &format!("https://example.com/{}", "a".repeat(MAX_URL_LEN)),
+            STRICT
+        )
+        .is_err());
     }
 }

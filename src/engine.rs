@@ -939,9 +939,9 @@ impl Engine {
             field: Some("callbackUrl".into()),
             details: None,
         };
-        let policy = self
-            .callback_policy()
-            .ok_or_else(|| refuse("this host does not deliver callbacks (no [callbacks] secret configured)".into()))?;
+        let policy = self.callback_policy().ok_or_else(|| {
+            refuse("this host does not deliver callbacks (no [callbacks] secret configured)".into())
+        })?;
         crate::egress::check_url(url, policy)
             .map(|u| u.to_string())
             .map_err(refuse)

@@ -109,7 +109,10 @@ impl Deliverer {
                     .to_string();
                 Attempt::Failed(
                     Some(res.status().as_u16()),
-                    format!("answered {} (redirect to {to}); redirects are not followed", res.status()),
+                    format!(
+                        "answered {} (redirect to {to}); redirects are not followed",
+                        res.status()
+                    ),
                 )
             }
             Ok(res) => Attempt::Failed(Some(res.status().as_u16()), format!("answered {}", res.status())),
@@ -124,11 +127,20 @@ impl Deliverer {
         let outcome = self
             .attempt(&item.address, &body, &delivery_id, engine.now() / 1000)
             .await;
-        let via = if item.address.starts_with("http://") { "http" } else { "https" };
+        let via = if item.address.starts_with("http://") {
+            "http"
+        } else {
+            "https"
+        };
         let recorded = match outcome {
             Attempt::Delivered(status) => {
                 engine
-                    .callback_delivered(item.id, via, status, format!("POST {} answered {status}", item.address))
+                    .callback_delivered(
+                        item.id,
+                        via,
+                        status,
+                        format!("POST {} answered {status}", item.address),
+                    )
                     .await
             }
             Attempt::Failed(status, error) => {
@@ -238,7 +250,10 @@ mod tests {
     async fn a_name_resolving_to_loopback_is_refused_at_delivery() {
         let (port, hits) = receiver().await;
         let url = format!("https://callback.example.com:{port}/hook");
-        assert!(egress::check_url(&url, EgressPolicy::default()).is_ok(), "passes at create");
+        assert!(
+            egress::check_url(&url, EgressPolicy::default()).is_ok(),
+            "passes at create"
+        );
         let d = deliverer(false, &[("callback.example.com", &["127.0.0.1"])]);
         match d.attempt(&url, "{}", "x", 0).await {
             Attempt::Refused(why) => {
@@ -247,7 +262,11 @@ mod tests {
             }
             other => panic!("expected a refusal, got {other:?}"),
         }
-        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "nothing was sent");
+        assert_eq!(
+            hits.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "nothing was sent"
+        );
     }
 
     /// One bad address among several refuses the delivery.
@@ -258,7 +277,10 @@ mod tests {
             Attempt::Refused(why) => assert!(why.contains("10.0.0.7"), "{why}"),
             other => panic!("expected a refusal, got {other:?}"),
         }
-        let d = deliverer(false, &[("v6.example.com", &["2606:4700::1", "::ffff:169.254.169.254"])]);
+        let d = deliverer(
+            false,
+            &[("v6.example.com", &["2606:4700::1", "::ffff:169.254.169.254"])],
+        );
         match d.attempt("https://v6.example.com/hook", "{}", "x", 0).await {
             Attempt::Refused(why) => assert!(why.contains("metadata"), "{why}"),
             other => panic!("expected a refusal, got {other:?}"),

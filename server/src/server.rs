@@ -191,7 +191,9 @@ async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
     );
     engine.set_callback_policy(crate::callbacks::policy(config));
     if config.callbacks.secret.is_none() {
-        tracing::info!("no [callbacks] secret: callbackUrl is refused and discovery says callbackDelivery: false");
+        tracing::info!(
+            "no [callbacks] secret: callbackUrl is refused and discovery says callbackDelivery: false"
+        );
     } else if config.callbacks.allow_loopback {
         tracing::warn!(
             "!!! [callbacks] allow_loopback = true: callbacks may go to http, localhost, loopback and private \

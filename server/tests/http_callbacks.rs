@@ -78,9 +78,8 @@ async fn receiver(status: &'static str, extra: String) -> (u16, mpsc::UnboundedR
                 let mut body = vec![0u8; len];
                 reader.read_exact(&mut body).await.unwrap();
                 let _ = tx.send(Received { path, headers, body });
-                let answer = format!(
-                    "HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n{extra}\r\n"
-                );
+                let answer =
+                    format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n{extra}\r\n");
                 let _ = write.write_all(answer.as_bytes()).await;
             });
         }
@@ -179,7 +178,9 @@ const REFUSED: &[(&str, &str)] = &[
 async fn create_refuses_every_guarded_callback_url_naming_the_field_and_writes_nothing() {
     let dir = strict();
     let s = Server::start(&dir).await;
-    let d = s.call(reqwest::Method::GET, "/.well-known/openwop", None, None, &[]).await;
+    let d = s
+        .call(reqwest::Method::GET, "/.well-known/openwop", None, None, &[])
+        .await;
     assert_eq!(d.body["interrupt"]["callbackDelivery"], true, "{}", d.body);
 
     for (url, words) in REFUSED {
@@ -217,7 +218,9 @@ async fn create_refuses_every_guarded_callback_url_naming_the_field_and_writes_n
 #[tokio::test]
 async fn without_a_callbacks_secret_the_host_refuses_callback_url_and_does_not_advertise_delivery() {
     let (s, _dir) = Server::start_fresh().await;
-    let d = s.call(reqwest::Method::GET, "/.well-known/openwop", None, None, &[]).await;
+    let d = s
+        .call(reqwest::Method::GET, "/.well-known/openwop", None, None, &[])
+        .await;
     assert_eq!(d.body["interrupt"]["callbackDelivery"], false);
     let r = s
         .post(
@@ -228,7 +231,10 @@ async fn without_a_callbacks_secret_the_host_refuses_callback_url_and_does_not_a
         .await;
     r.expect(400, Some("validation_error"));
     assert_eq!(r.body["details"]["field"], "callbackUrl");
-    assert!(r.body["message"].as_str().unwrap().contains("does not deliver callbacks"));
+    assert!(r.body["message"]
+        .as_str()
+        .unwrap()
+        .contains("does not deliver callbacks"));
 }
 
 #[tokio::test]
@@ -247,14 +253,24 @@ async fn a_local_receiver_gets_signed_callbacks_for_the_interrupt_and_the_run_en
     let first = next(&mut inbox).await;
     assert_eq!(first.path, "/hook?x=1");
     assert_eq!(first.header("content-type"), Some("application/json"));
-    let signature = first.header("openwop-signature").expect("signature header").to_string();
+    let signature = first
+        .header("openwop-signature")
+        .expect("signature header")
+        .to_string();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64;
     // The receiver's check: HMAC-SHA256(secret, "<t>.<body>") in hex, t recent.
     tollgate::callback::verify(SECRET, &signature, &first.body, now, 300).expect("valid signature");
-    assert!(tollgate::callback::verify("another-secret-0123456789abcdef", &signature, &first.body, now, 300).is_err());
+    assert!(tollgate::callback::verify(
+        "another-secret-0123456789abcdef",
+        &signature,
+        &first.body,
+        now,
+        300
+    )
+    .is_err());
     let mut tampered = first.body.clone();
     tampered.push(b' ');
     assert!(tollgate::callback::verify(SECRET, &signature, &tampered, now, 300).is_err());
@@ -312,7 +328,10 @@ async fn a_local_receiver_gets_signed_callbacks_for_the_interrupt_and_the_run_en
     .expect("valid signature");
 
     // Both rows are recorded as sent, with the receiver's status.
-    wait_callback(&s, 10, |r| r["reason"] == "run.completed" && r["status"] == "sent").await;
+    wait_callback(&s, 10, |r| {
+        r["reason"] == "run.completed" && r["status"] == "sent"
+    })
+    .await;
     let rows = outbox(&s, "?kind=callback&status=sent").await;
     assert_eq!(rows.len(), 2, "{rows:?}");
     for r in &rows {
@@ -323,11 +342,19 @@ async fn a_local_receiver_gets_signed_callbacks_for_the_interrupt_and_the_run_en
     }
     assert_eq!(rows[0]["reason"], "run.completed");
     assert_eq!(rows[1]["reason"], "interrupt.requested");
-    assert!(tokio::time::timeout(Duration::from_millis(500), inbox.recv()).await.is_err(), "exactly two callbacks");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), inbox.recv())
+            .await
+            .is_err(),
+        "exactly two callbacks"
+    );
 
     // A cancelled run reports its cancellation.
     let run2 = s
-        .create_as(OWNER, json!({"workflowId": "conformance-approval", "callbackUrl": url}))
+        .create_as(
+            OWNER,
+            json!({"workflowId": "conformance-approval", "callbackUrl": url}),
+        )
         .await;
     assert_eq!(next(&mut inbox).await.json()["type"], "interrupt.requested");
     s.post(&format!("/runs/{}/cancel", seg(&run2)), OWNER, &json!({}))
@@ -360,9 +387,14 @@ async fn a_redirect_is_not_followed_and_is_recorded_as_a_failure() {
     assert_eq!(row["status"], "pending", "a redirect is retried later: {row}");
     assert_eq!(row["responseStatus"], 302);
     let error = row["lastError"].as_str().unwrap();
-    assert!(error.contains("redirect") && error.contains("not followed"), "{error}");
     assert!(
-        tokio::time::timeout(Duration::from_secs(1), target.recv()).await.is_err(),
+        error.contains("redirect") && error.contains("not followed"),
+        "{error}"
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_secs(1), target.recv())
+            .await
+            .is_err(),
         "the redirect target got nothing"
     );
 }
@@ -403,7 +435,9 @@ async fn the_guard_runs_again_at_delivery_and_admin_can_retry() {
     assert!(error.contains("refused at delivery"), "{error}");
     assert!(row.get("responseStatus").is_none());
     assert!(
-        tokio::time::timeout(Duration::from_millis(500), inbox.recv()).await.is_err(),
+        tokio::time::timeout(Duration::from_millis(500), inbox.recv())
+            .await
+            .is_err(),
         "nothing was sent"
     );
 
@@ -424,13 +458,21 @@ async fn the_guard_runs_again_at_delivery_and_admin_can_retry() {
     // Retry: admin only; queued again, refused again.
     let id = row["id"].as_i64().unwrap();
     let path = format!("/admin/outbox/{id}/retry");
-    s.post(&path, OWNER, &json!({})).await.expect(403, Some("forbidden"));
+    s.post(&path, OWNER, &json!({}))
+        .await
+        .expect(403, Some("forbidden"));
     let r = s.post(&path, ADMIN, &json!({})).await;
     r.expect(200, None);
     assert_eq!(r.body["id"], id);
     assert_eq!(r.body["attempts"], 0);
-    let again = wait_callback(&s, 10, |r| r["id"] == id && r["status"] == "failed" && r["attempts"] == 1).await;
-    assert!(again["lastError"].as_str().unwrap().contains("refused at delivery"));
+    let again = wait_callback(&s, 10, |r| {
+        r["id"] == id && r["status"] == "failed" && r["attempts"] == 1
+    })
+    .await;
+    assert!(again["lastError"]
+        .as_str()
+        .unwrap()
+        .contains("refused at delivery"));
     // Unknown, malformed, or not failed: refused.
     s.post("/admin/outbox/999999/retry", ADMIN, &json!({}))
         .await
@@ -462,7 +504,10 @@ poll_interval_ms = 50
     s.register(json!({"id": "mailed", "nodes": [gate("gate", json!({"title": "Mail me", "actions": ["accept", "reject"], "approverGroupRefs": ["reviewers"]}))]}))
         .await;
     let run = s
-        .create_as(OWNER, json!({"workflowId": "mailed", "callbackUrl": "https://example.com/hook"}))
+        .create_as(
+            OWNER,
+            json!({"workflowId": "mailed", "callbackUrl": "https://example.com/hook"}),
+        )
         .await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let mail = loop {

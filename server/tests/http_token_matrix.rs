@@ -33,9 +33,13 @@ fn sign(kid: &str, secret: &str, claims: &Claims) -> String {
 
 /// The claims of a token this test can verify (any expiry).
 fn claims_of(token: &str) -> Claims {
-    KeyRing::new(vec![key("k0", K0, true), key("k1", K1, false), key("k2", K2, false)])
-        .verify(token, i64::MIN)
-        .unwrap()
+    KeyRing::new(vec![
+        key("k0", K0, true),
+        key("k1", K1, false),
+        key("k2", K2, false),
+    ])
+    .verify(token, i64::MIN)
+    .unwrap()
 }
 
 fn now_ms() -> i64 {
@@ -74,7 +78,10 @@ async fn pending(s: &Server) -> (String, String) {
     let run = s.create("conformance-approval").await;
     s.wait_status(&run, "waiting-approval", 20).await;
     let view = s.interrupt(&run, "gate").await;
-    let token = view["token"].as_str().expect("a token for the caller").to_string();
+    let token = view["token"]
+        .as_str()
+        .expect("a token for the caller")
+        .to_string();
     (run, token)
 }
 
@@ -141,7 +148,12 @@ async fn each_tampered_segment_unknown_alg_and_unknown_kid_are_401() {
         segments[1..].join("."),
         "ow2.hs256.nokid.eyJ9.00ff".to_string(),
     ] {
-        both(&bad, (get(&s, &bad).await, post(&s, &bad).await), 401, "interrupt_token_invalid");
+        both(
+            &bad,
+            (get(&s, &bad).await, post(&s, &bad).await),
+            401,
+            "interrupt_token_invalid",
+        );
     }
 
     // Unknown alg with a correct MAC for it: still refused.
@@ -149,7 +161,12 @@ async fn each_tampered_segment_unknown_alg_and_unknown_kid_are_401() {
     let good = sign("k1", K1, &claims);
     for alg in ["none", "HS256", "hs512"] {
         let bad = good.replacen(".hs256.", &format!(".{alg}."), 1);
-        both(alg, (get(&s, &bad).await, post(&s, &bad).await), 401, "interrupt_token_invalid");
+        both(
+            alg,
+            (get(&s, &bad).await, post(&s, &bad).await),
+            401,
+            "interrupt_token_invalid",
+        );
     }
     // Unknown kid, well signed by its holder.
     let foreign = sign("k7", "7777777777777777unknown-key-secret-77", &claims);
@@ -161,7 +178,12 @@ async fn each_tampered_segment_unknown_alg_and_unknown_kid_are_401() {
     );
     // A known kid signed with the wrong secret.
     let wrong = sign("k1", K2, &claims);
-    both("wrong secret", (get(&s, &wrong).await, post(&s, &wrong).await), 401, "interrupt_token_invalid");
+    both(
+        "wrong secret",
+        (get(&s, &wrong).await, post(&s, &wrong).await),
+        401,
+        "interrupt_token_invalid",
+    );
 
     // None of this touched the interrupt; the real token still works.
     assert_eq!(s.snapshot(&run).await["status"], "waiting-approval");
@@ -194,8 +216,14 @@ async fn retired_key_verifies_until_expiry_and_expired_is_410() {
     }
     // Expiry is judged after the MAC: an expired token with a bad MAC is 401.
     let expired = sign("k1", K1, &expired_claims);
-    let bad_mac = format!("{}.{}", expired.rsplit_once('.').unwrap().0, flip(expired.rsplit_once('.').unwrap().1));
-    get(&s, &bad_mac).await.expect(401, Some("interrupt_token_invalid"));
+    let bad_mac = format!(
+        "{}.{}",
+        expired.rsplit_once('.').unwrap().0,
+        flip(expired.rsplit_once('.').unwrap().1)
+    );
+    get(&s, &bad_mac)
+        .await
+        .expect(401, Some("interrupt_token_invalid"));
 
     post(&s, &retired).await.expect(200, None);
     assert_eq!(s.snapshot(&run).await["status"], "completed");
@@ -233,10 +261,14 @@ async fn reuse_after_resolve_revocation_inspect_intent_and_unknown_interrupt() {
         409,
         "interrupt_already_resolved",
     );
-    assert_eq!(s.snapshot(&run).await["status"], "waiting-approval", "revocation decides nothing");
+    assert_eq!(
+        s.snapshot(&run).await["status"],
+        "waiting-approval",
+        "revocation decides nothing"
+    );
 
     // Inspect intent: GET works, resolving is 403 and changes nothing.
-    let claims = claims_of(&s.interrupt(&run, "gate").await["token"].as_str().unwrap().to_string());
+    let claims = claims_of(s.interrupt(&run, "gate").await["token"].as_str().unwrap());
     let inspect = sign(
         "k1",
         K1,
@@ -260,7 +292,12 @@ async fn reuse_after_resolve_revocation_inspect_intent_and_unknown_interrupt() {
             ..claims.clone()
         },
     );
-    both("unknown interrupt", (get(&s, &ghost).await, post(&s, &ghost).await), 404, "not_found");
+    both(
+        "unknown interrupt",
+        (get(&s, &ghost).await, post(&s, &ghost).await),
+        404,
+        "not_found",
+    );
     // …or for a run and node that do not exist.
     let ghost_run = sign(
         "k1",
@@ -270,7 +307,12 @@ async fn reuse_after_resolve_revocation_inspect_intent_and_unknown_interrupt() {
             ..claims
         },
     );
-    both("unknown run", (get(&s, &ghost_run).await, post(&s, &ghost_run).await), 404, "not_found");
+    both(
+        "unknown run",
+        (get(&s, &ghost_run).await, post(&s, &ghost_run).await),
+        404,
+        "not_found",
+    );
 }
 
 #[tokio::test]
@@ -297,8 +339,14 @@ secret = "1111111111111111active-key-secret-111"
     );
     std::fs::write(dir.config_path(), config).unwrap();
     let s = Server::start(&dir).await;
-    let fresh = s.interrupt(&run, "gate").await["token"].as_str().unwrap().to_string();
-    assert!(fresh.starts_with("ow2.hs256.k2."), "new tokens use the new key: {fresh}");
+    let fresh = s.interrupt(&run, "gate").await["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        fresh.starts_with("ow2.hs256.k2."),
+        "new tokens use the new key: {fresh}"
+    );
     get(&s, &old).await.expect(200, None);
     get(&s, &fresh).await.expect(200, None);
     post(&s, &old).await.expect(200, None);

@@ -72,13 +72,22 @@ impl OutboxFilter {
     /// Refuses unknown kinds, statuses and limits, naming the parameter.
     pub fn check(&self) -> Result<()> {
         if let Some(k) = self.kind.as_deref().filter(|k| !KINDS.contains(k)) {
-            return Err(EngineError::validation("kind", format!("kind {k:?} is not one of {KINDS:?}")));
+            return Err(EngineError::validation(
+                "kind",
+                format!("kind {k:?} is not one of {KINDS:?}"),
+            ));
         }
         if let Some(s) = self.status.as_deref().filter(|s| !STATUSES.contains(s)) {
-            return Err(EngineError::validation("status", format!("status {s:?} is not one of {STATUSES:?}")));
+            return Err(EngineError::validation(
+                "status",
+                format!("status {s:?} is not one of {STATUSES:?}"),
+            ));
         }
         if let Some(l) = self.limit.filter(|l| !(1..=1000).contains(l)) {
-            return Err(EngineError::validation("limit", format!("limit {l} is not within 1..=1000")));
+            return Err(EngineError::validation(
+                "limit",
+                format!("limit {l} is not within 1..=1000"),
+            ));
         }
         Ok(())
     }
@@ -159,7 +168,13 @@ impl Engine {
     /// Records a failed callback attempt (with the HTTP status when there was
     /// one). `retry` false gives the message up at once (status `failed`),
     /// e.g. when the egress guard refused the address at delivery.
-    pub async fn callback_failed(&self, id: i64, status: Option<u16>, error: String, retry: bool) -> Result<()> {
+    pub async fn callback_failed(
+        &self,
+        id: i64,
+        status: Option<u16>,
+        error: String,
+        retry: bool,
+    ) -> Result<()> {
         let now = self.now();
         self.inner
             .store

@@ -40,8 +40,14 @@ fn view(item: OutboxItem) -> Value {
     });
     let optional = [
         ("nodeId", (!item.node_id.is_empty()).then(|| json!(item.node_id))),
-        ("interruptId", (!item.interrupt_id.is_empty()).then(|| json!(item.interrupt_id))),
-        ("recipient", (!item.recipient.is_empty()).then(|| json!(item.recipient))),
+        (
+            "interruptId",
+            (!item.interrupt_id.is_empty()).then(|| json!(item.interrupt_id)),
+        ),
+        (
+            "recipient",
+            (!item.recipient.is_empty()).then(|| json!(item.recipient)),
+        ),
         ("lastError", item.last_error.map(Value::String)),
         ("responseStatus", item.response_status.map(Value::from)),
         ("deliveredVia", item.delivered_via.map(Value::String)),
@@ -94,7 +100,9 @@ pub async fn list_outbox(
         limit: q.limit,
     };
     let items = state.engine.outbox_list(&filter).await?;
-    Ok(Json(json!({ "items": items.into_iter().map(view).collect::<Vec<_>>() })))
+    Ok(Json(
+        json!({ "items": items.into_iter().map(view).collect::<Vec<_>>() }),
+    ))
 }
 
 #[utoipa::path(
