@@ -67,6 +67,8 @@ struct Inner {
     token_ttl_ms: RwLock<Millis>,
     /// Directory entries read so far; every directory write goes through the engine and updates it.
     principals: RwLock<HashMap<String, Principal>>,
+    /// Callback delivery: `None` refuses `callbackUrl`; `Some` accepts URLs the egress guard passes.
+    callbacks: RwLock<Option<crate::egress::EgressPolicy>>,
 }
 
 /// An Idempotency-Key bound to one operation and request body.
@@ -234,6 +236,7 @@ impl Engine {
                 tokens: RwLock::new(KeyRing::default()),
                 token_ttl_ms: RwLock::new(crate::token::DEFAULT_TTL_MS),
                 principals: RwLock::new(HashMap::new()),
+                callbacks: RwLock::new(None),
             }),
         };
         engine.load_registered().await?;
@@ -572,13 +575,10 @@ impl Engine {
                 return Err(EngineError::TenantMismatch);
             }
         }
-        if let Some(url) = &req.callback_url {
-            return Err(EngineError::Validation {
-                message: format!("callbackUrl {url:?} is refused: this host does not deliver callbacks"),
-                field: Some("callbackUrl".into()),
-                details: None,
-            });
-        }
+        let callback_url = match &req.callback_url {
+            None => None,
+            Some(url) => Some(self.check_callback_url(url)?),
+        };
         let inputs = match req.inputs {
             None | Some(Value::Null) => json!({}),
             Some(v @ Value::Object(_)) => v,
@@ -614,7 +614,7 @@ impl Engine {
             configurable: req.configurable,
             tags: req.tags,
             metadata: req.metadata,
-            callback_url: None,
+            callback_url,
         };
         let outcome = self
             .inner
@@ -935,6 +935,35 @@ impl Engine {
         }
         exec.finish().await?;
         Ok(true)
+    }
+
+    // ----- callbacks ---------------------------------------------------------------------
+
+    /// Turns callback delivery on (with the egress policy that judges URLs and
+    /// addresses) or off (`None`: `callbackUrl` is refused).
+    pub fn set_callback_policy(&self, policy: Option<crate::egress::EgressPolicy>) {
+        *self.inner.callbacks.write().expect("lock") = policy;
+    }
+
+    /// The callback egress policy, when this host delivers callbacks.
+    pub fn callback_policy(&self) -> Option<crate::egress::EgressPolicy> {
+        *self.inner.callbacks.read().expect("lock")
+    }
+
+    /// Judges a `callbackUrl` at create: refused (400, `field: callbackUrl`)
+    /// when delivery is off or the egress guard refuses it; else normalized.
+    pub fn check_callback_url(&self, url: &str) -> Result<String> {
+        let refuse = |why: String| EngineError::Validation {
+            message: format!("callbackUrl is refused: {why}"),
+            field: Some("callbackUrl".into()),
+            details: None,
+        };
+        let policy = self.callback_policy().ok_or_else(|| {
+            refuse("this host does not deliver callbacks (no [callbacks] secret configured)".into())
+        })?;
+        crate::egress::check_url(url, policy)
+            .map(|u| u.to_string())
+            .map_err(refuse)
     }
 
     // ----- interrupt tokens ------------------------------------------------------------

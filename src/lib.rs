@@ -5,10 +5,12 @@
 
 pub mod approval;
 pub mod auth;
+pub mod callback;
 pub mod clock;
 pub mod contract;
 pub mod definition;
 pub mod directory;
+pub mod egress;
 pub mod engine;
 pub mod error;
 pub mod events;

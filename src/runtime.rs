@@ -853,11 +853,59 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
+    /// Queues one `callback` outbox row per callback event of this command
+    /// (see `crate::callback`), in the command's transaction.
+    fn queue_callbacks(&self, batch: &mut Batch) -> Result<()> {
+        let Some(url) = self.run.callback_url.as_deref() else {
+            return Ok(());
+        };
+        let timestamp = crate::clock::rfc3339(self.now);
+        for (i, (seq, event_type, node_id, payload)) in self.pending_events.iter().enumerate() {
+            if !crate::callback::is_callback_event(event_type) {
+                continue;
+            }
+            // `interrupt.requested` has no seat for the interrupt id; the
+            // `node.suspended` that follows it names it.
+            let interrupt_id = if event_type == "interrupt.requested" {
+                self.pending_events[i + 1..]
+                    .iter()
+                    .find(|(_, t, n, _)| t == "node.suspended" && n == node_id)
+                    .and_then(|(_, _, _, p)| serde_json::from_str::<Value>(p).ok())
+                    .and_then(|p| p["interruptId"].as_str().map(str::to_string))
+            } else {
+                None
+            };
+            let body = crate::callback::body(crate::callback::CallbackEvent {
+                event_type,
+                sequence: *seq,
+                run_id: &self.run.run_id,
+                workflow_id: &self.run.workflow_id,
+                node_id: node_id.as_deref(),
+                interrupt_id: interrupt_id.as_deref(),
+                run_status: &self.run.status,
+                timestamp: &timestamp,
+                payload: serde_json::from_str(payload)?,
+            });
+            batch
+                .sql("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at, body) VALUES ('callback', ?, ?, ?, ?, '', ?, 'pending', ?, ?, ?)")
+                .text(event_type)
+                .text(&self.run.run_id)
+                .text(node_id.clone().unwrap_or_default())
+                .text(interrupt_id.unwrap_or_default())
+                .text(url)
+                .int(self.now)
+                .int(self.now)
+                .text(body.to_string());
+        }
+        Ok(())
+    }
+
     /// Settles the run and writes the projections. Call once at the end of a command.
     pub async fn finish(mut self) -> Result<RunRow> {
         self.settle().await?;
         // Every write of the command in one round trip to SQLite.
         let mut batch = std::mem::take(&mut self.writes);
+        self.queue_callbacks(&mut batch)?;
         for chunk in self.pending_events.chunks(64) {
             let rows = std::iter::repeat_n("(?, ?, ?, ?, ?, ?, ?)", chunk.len())
                 .collect::<Vec<_>>()

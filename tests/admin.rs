@@ -492,11 +492,20 @@ async fn token_keys_rotate_without_orphaning_links() {
     assert!(f.engine.inspect_by_token(&new_link).await.is_ok());
 }
 
+fn filter(tenant: &str, kind: Option<&str>, status: Option<&str>) -> tollgate::engine::outbox::OutboxFilter {
+    tollgate::engine::outbox::OutboxFilter {
+        tenant: Some(tenant.into()),
+        kind: kind.map(String::from),
+        status: status.map(String::from),
+        limit: Some(50),
+    }
+}
+
 #[tokio::test]
 async fn outbox_is_listed_and_retried_per_tenant() {
     let f = fixture().await;
     let run = start(&f.engine, "open-gate").await;
-    let rows = f.engine.outbox_for_tenant("acme", None, None, 50).await.unwrap();
+    let rows = f.engine.outbox_list(&filter("acme", None, None)).await.unwrap();
     // ann and bob (group finance, with email) are mailed.
     let mut to: Vec<&str> = rows.iter().map(|r| r.recipient.as_str()).collect();
     to.sort();
@@ -504,13 +513,13 @@ async fn outbox_is_listed_and_retried_per_tenant() {
     assert!(rows.iter().all(|r| r.run_id == run && r.kind == "email"));
     assert!(f
         .engine
-        .outbox_for_tenant("other", None, None, 50)
+        .outbox_list(&filter("other", None, None))
         .await
         .unwrap()
         .is_empty());
     assert!(f
         .engine
-        .outbox_for_tenant("acme", Some("callback"), None, 50)
+        .outbox_list(&filter("acme", Some("callback"), None))
         .await
         .unwrap()
         .is_empty());
@@ -518,26 +527,26 @@ async fn outbox_is_listed_and_retried_per_tenant() {
     let id = rows[0].id;
     // Only failed or dropped messages are retried.
     assert!(matches!(
-        f.engine.retry_outbox_for_tenant("acme", id).await,
+        f.engine.outbox_retry_for_tenant("acme", id).await,
         Err(EngineError::NotFound(_))
     ));
     f.engine.outbox_drop(id, "test".into()).await.unwrap();
     assert_eq!(
         f.engine
-            .outbox_for_tenant("acme", None, Some("dropped"), 50)
+            .outbox_list(&filter("acme", None, Some("dropped")))
             .await
             .unwrap()
             .len(),
         1
     );
     assert!(matches!(
-        f.engine.retry_outbox_for_tenant("other", id).await,
+        f.engine.outbox_retry_for_tenant("other", id).await,
         Err(EngineError::NotFound(_))
     ));
-    f.engine.retry_outbox_for_tenant("acme", id).await.unwrap();
+    f.engine.outbox_retry_for_tenant("acme", id).await.unwrap();
     let again = f
         .engine
-        .outbox_for_tenant("acme", None, Some("pending"), 50)
+        .outbox_list(&filter("acme", None, Some("pending")))
         .await
         .unwrap();
     assert!(again.iter().any(|r| r.id == id));

@@ -1149,3 +1149,154 @@ async fn escalate_on_timeout_rejects_and_notifies_but_never_grants() {
     assert_eq!(due[0].reason, "escalation");
     assert_eq!(due[0].recipient, "esc");
 }
+
+#[tokio::test]
+async fn callbacks_are_queued_with_the_interrupt_and_the_run_end_in_the_same_step() {
+    let f = fixture().await;
+    let owner = actor(&f.engine, "owner").await;
+    let req = |url: &str| -> CreateRun {
+        serde_json::from_value(json!({"workflowId": "conformance-approval", "callbackUrl": url})).unwrap()
+    };
+
+    // Delivery off: callbackUrl is refused, naming the field; nothing is written.
+    match f
+        .engine
+        .create_run(req("https://example.com/hook"), &owner, None)
+        .await
+    {
+        Err(EngineError::Validation { field, message, .. }) => {
+            assert_eq!(field.as_deref(), Some("callbackUrl"));
+            assert!(message.contains("does not deliver callbacks"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+
+    f.engine
+        .set_callback_policy(Some(tollgate::egress::EgressPolicy::default()));
+    // The guard refuses before anything is written.
+    for url in [
+        "https://127.0.0.1/x",
+        "https://[::ffff:7f00:1]/",
+        "http://example.com/",
+    ] {
+        match f.engine.create_run(req(url), &owner, None).await {
+            Err(EngineError::Validation { field, .. }) => assert_eq!(field.as_deref(), Some("callbackUrl")),
+            other => panic!("{url}: expected a refusal, got {other:?}"),
+        }
+    }
+    assert_eq!(f.engine.overview().await.unwrap().runs, 0);
+    assert!(f.engine.outbox_due_of("callback", 10).await.unwrap().is_empty());
+
+    // A run without callbackUrl queues no callback.
+    start(&f.engine, "conformance-approval", json!({})).await;
+    assert!(f.engine.outbox_due_of("callback", 10).await.unwrap().is_empty());
+
+    // interrupt.requested: one row, committed with the event.
+    let run = f
+        .engine
+        .create_run(req("https://Example.com/hook"), &owner, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap()
+        .run_id;
+    let due = f.engine.outbox_due_of("callback", 10).await.unwrap();
+    assert_eq!(due.len(), 1);
+    assert!(f.engine.outbox_due(10).await.unwrap().is_empty(), "not an email");
+    let row = &due[0];
+    assert_eq!(
+        (row.kind.as_str(), row.reason.as_str()),
+        ("callback", "interrupt.requested")
+    );
+    assert_eq!(row.address, "https://example.com/hook");
+    let body: Value = serde_json::from_str(row.body.as_deref().unwrap()).unwrap();
+    let events = f.engine.events_after(&run, &owner, -1, 1000).await.unwrap().0;
+    let requested = events
+        .iter()
+        .find(|e| e.event_type == "interrupt.requested")
+        .unwrap();
+    assert_eq!(body["sequence"], json!(requested.sequence));
+    assert_eq!(body["payload"], requested.payload);
+    assert_eq!(body["runStatus"], "waiting-approval");
+    assert_eq!(body["interruptId"], json!(row.interrupt_id));
+    assert!(!row.interrupt_id.is_empty());
+
+    // A refused resolve writes nothing; the accepting one ends the run: run.completed.
+    assert!(
+        resolve(&f.engine, &run, "gate", "owner", json!({"action": "nope"}))
+            .await
+            .is_err()
+    );
+    assert_eq!(f.engine.outbox_due_of("callback", 10).await.unwrap().len(), 1);
+    resolve(&f.engine, &run, "gate", "owner", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    let due = f.engine.outbox_due_of("callback", 10).await.unwrap();
+    assert_eq!(due.len(), 2);
+    let end: Value = serde_json::from_str(due[1].body.as_deref().unwrap()).unwrap();
+    assert_eq!(end["type"], "run.completed");
+    assert_eq!(end["runStatus"], "completed");
+
+    // Delivery bookkeeping: a failure keeps the status, a refusal gives up.
+    f.engine
+        .callback_failed(due[0].id, Some(302), "redirect".into(), true)
+        .await
+        .unwrap();
+    f.engine
+        .callback_failed(due[1].id, None, "refused".into(), false)
+        .await
+        .unwrap();
+    let first = f.engine.outbox_item(due[0].id).await.unwrap();
+    assert_eq!(
+        (first.status.as_str(), first.attempts, first.response_status),
+        ("pending", 1, Some(302))
+    );
+    let second = f.engine.outbox_item(due[1].id).await.unwrap();
+    assert_eq!(second.status, "failed");
+    f.engine.outbox_retry(due[1].id).await.unwrap();
+    f.engine
+        .callback_delivered(due[1].id, "https", 204, "ok".into())
+        .await
+        .unwrap();
+    let second = f.engine.outbox_item(due[1].id).await.unwrap();
+    assert_eq!(
+        (second.status.as_str(), second.response_status),
+        ("sent", Some(204))
+    );
+
+    // The admin's filtered view.
+    use tollgate::engine::outbox::OutboxFilter;
+    let only = |kind: &str, status: Option<&str>| OutboxFilter {
+        tenant: Some("acme".into()),
+        kind: Some(kind.into()),
+        status: status.map(String::from),
+        limit: None,
+    };
+    assert_eq!(
+        f.engine.outbox_list(&only("callback", None)).await.unwrap().len(),
+        2
+    );
+    assert_eq!(
+        f.engine
+            .outbox_list(&only("callback", Some("sent")))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(f
+        .engine
+        .outbox_list(&only("email", None))
+        .await
+        .unwrap()
+        .is_empty());
+    let other = OutboxFilter {
+        tenant: Some("other".into()),
+        ..OutboxFilter::default()
+    };
+    assert!(f.engine.outbox_list(&other).await.unwrap().is_empty());
+    match f.engine.outbox_list(&only("fax", None)).await {
+        Err(EngineError::Validation { field, .. }) => assert_eq!(field.as_deref(), Some("kind")),
+        other => panic!("{other:?}"),
+    }
+}

@@ -27,6 +27,9 @@ pub struct Config {
     pub smtp: Option<SmtpConfig>,
     #[serde(default)]
     pub notifications: NotificationsConfig,
+    /// Run callbacks (`createRun.callbackUrl`); delivered only when `secret` is set.
+    #[serde(default)]
+    pub callbacks: CallbacksConfig,
     /// Runs to start when the database has none (demo data).
     #[serde(default)]
     pub demo_runs: Vec<DemoRunConfig>,
@@ -80,6 +83,33 @@ impl Default for NotificationsConfig {
         NotificationsConfig {
             reminder_before_minutes: None,
             poll_interval_ms: 1000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CallbacksConfig {
+    /// HMAC-SHA256 key of the `OpenWOP-Signature` header (at least 32
+    /// characters). Without it this host does not deliver callbacks and
+    /// refuses `callbackUrl`.
+    pub secret: Option<String>,
+    /// TEST SWITCH: also allow `http`, `localhost`, loopback and private
+    /// (RFC 1918, ULA) targets. Never in production.
+    pub allow_loopback: bool,
+    /// Per-attempt timeout (connect, send, answer), in milliseconds.
+    pub timeout_ms: u64,
+    /// How often due callbacks are looked for, in milliseconds.
+    pub poll_interval_ms: u64,
+}
+
+impl Default for CallbacksConfig {
+    fn default() -> Self {
+        CallbacksConfig {
+            secret: None,
+            allow_loopback: false,
+            timeout_ms: 10_000,
+            poll_interval_ms: 500,
         }
     }
 }
@@ -196,6 +226,7 @@ impl Config {
             demo_notes: vec![],
             smtp: None,
             notifications: NotificationsConfig::default(),
+            callbacks: CallbacksConfig::default(),
         }));
         if let Some(path) = file {
             if !path.exists() {
@@ -250,6 +281,12 @@ impl Config {
             if k.secret.len() < 32 {
                 anyhow::bail!("token_keys[{i}].secret: at least 32 characters");
             }
+        }
+        if self.callbacks.secret.as_ref().is_some_and(|s| s.len() < 32) {
+            anyhow::bail!("callbacks.secret: at least 32 characters");
+        }
+        if self.callbacks.timeout_ms == 0 {
+            anyhow::bail!("callbacks.timeout_ms: must be positive");
         }
         if !tollgate::ids::is_tenant_id(&self.server.tenant) {
             anyhow::bail!("server.tenant: must match ^[A-Za-z0-9._~-]{{1,128}}$");

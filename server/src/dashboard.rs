@@ -297,7 +297,7 @@ pub async fn retry_outbox(
     let outcome = match field(&f, "id").parse::<i64>() {
         Ok(id) => state
             .engine
-            .retry_outbox_for_tenant(&me.tenant, id)
+            .outbox_retry_for_tenant(&me.tenant, id)
             .await
             .map(|()| ok(format!("Message {id} is queued again."))),
         Err(_) => Err(EngineError::validation("id", "id must be a message number")),

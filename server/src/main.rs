@@ -1,6 +1,7 @@
 //! `tollgate`: the server and its command line.
 
 mod api;
+mod callbacks;
 mod cli;
 mod config;
 mod console;

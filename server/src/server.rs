@@ -62,6 +62,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let app = router(state).layer(sessions);
 
     let timers = tokio::spawn(run_timers(engine.clone(), interval));
+    let callbacks = tokio::spawn(crate::callbacks::run(engine.clone(), mail_config.clone()));
     let mailer = tokio::spawn(crate::mailer::run(engine.clone(), mail_config));
     // Printed for people and for tests that bind port 0.
     println!("tollgate listening on http://{addr}");
@@ -74,6 +75,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .await?;
     timers.abort();
     mailer.abort();
+    callbacks.abort();
     Ok(())
 }
 
@@ -194,6 +196,17 @@ async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
         )
         .await
         .map_err(|e| anyhow::anyhow!("[[token_keys]]: {e}"))?;
+    engine.set_callback_policy(crate::callbacks::policy(config));
+    if config.callbacks.secret.is_none() {
+        tracing::info!(
+            "no [callbacks] secret: callbackUrl is refused and discovery says callbackDelivery: false"
+        );
+    } else if config.callbacks.allow_loopback {
+        tracing::warn!(
+            "!!! [callbacks] allow_loopback = true: callbacks may go to http, localhost, loopback and private \
+             addresses. This is a TEST switch; it opens the server to SSRF. Never use it in production. !!!"
+        );
+    }
     if !engine.can_mint_tokens() {
         tracing::warn!("no active token signing key: interrupt links cannot be issued");
     }

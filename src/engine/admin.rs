@@ -6,7 +6,6 @@
 //! which belong to the instance.
 
 use super::inbox::deadline_state;
-use super::outbox::{OutboxItem, COLUMNS as OUTBOX_COLUMNS};
 use super::Engine;
 use crate::auth;
 use crate::clock::{rfc3339, Millis};
@@ -891,42 +890,6 @@ impl Engine {
             created_at: rfc3339(row.3),
             revoked_at: opt_time(row.4),
         })
-    }
-
-    // ----- outbox --------------------------------------------------------------------------
-
-    /// The latest outbox rows (emails and callbacks) of `tenant`'s runs, newest first.
-    pub async fn outbox_for_tenant(
-        &self,
-        tenant: &str,
-        kind: Option<&str>,
-        status: Option<&str>,
-        limit: i64,
-    ) -> Result<Vec<OutboxItem>> {
-        Ok(sqlx::query_as::<_, OutboxItem>(&format!(
-            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE run_id LIKE ? || '/%' AND (? IS NULL OR kind = ?) \
-             AND (? IS NULL OR status = ?) ORDER BY id DESC LIMIT ?"
-        ))
-        .bind(tenant)
-        .bind(kind)
-        .bind(kind)
-        .bind(status)
-        .bind(status)
-        .bind(limit.clamp(1, 1000))
-        .fetch_all(&self.inner.store.read)
-        .await?)
-    }
-
-    /// Retries a failed or dropped outbox row of `tenant`.
-    pub async fn retry_outbox_for_tenant(&self, tenant: &str, id: i64) -> Result<()> {
-        let run_id: Option<String> = sqlx::query_scalar("SELECT run_id FROM outbox WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.inner.store.read)
-            .await?;
-        match run_id {
-            Some(r) if crate::ids::tenant_of(&r) == tenant => self.outbox_retry(id).await,
-            _ => Err(EngineError::NotFound(format!("no outbox message {id}"))),
-        }
     }
 
     // ----- token signing keys ------------------------------------------------------------

@@ -29,6 +29,10 @@ pub struct OutboxItem {
     pub delivered_via: Option<String>,
     pub created_at: Millis,
     pub sent_at: Option<Millis>,
+    /// Callbacks: the JSON body POSTed (fixed when the row is written).
+    pub body: Option<String>,
+    /// Callbacks: the HTTP status of the last attempt, when one was answered.
+    pub response_status: Option<i64>,
 }
 
 impl OutboxItem {
@@ -37,22 +41,71 @@ impl OutboxItem {
     }
 }
 
-pub(super) const COLUMNS: &str =
+const COLUMNS: &str =
     "id, kind, reason, run_id, node_id, interrupt_id, recipient, address, status, attempts, \
-                       next_attempt_at, last_error, message, delivered_via, created_at, sent_at";
+                       next_attempt_at, last_error, message, delivered_via, created_at, sent_at, body, response_status";
 
 /// Backoff after `attempts` failures: 5 s, 10 s, 20 s, … capped at one hour.
 pub fn backoff_ms(attempts: i64) -> Millis {
     (5_000_i64 << attempts.clamp(0, 10)).min(3_600_000)
 }
 
+/// Kinds of outbox rows.
+pub const KINDS: [&str; 2] = ["email", "callback"];
+/// Delivery states of outbox rows.
+pub const STATUSES: [&str; 4] = ["pending", "sent", "failed", "dropped"];
+
+/// Which rows the admin's outbox view lists.
+#[derive(Debug, Clone, Default)]
+pub struct OutboxFilter {
+    /// Only messages of this tenant's runs.
+    pub tenant: Option<String>,
+    /// `email` or `callback`.
+    pub kind: Option<String>,
+    /// `pending`, `sent`, `failed` or `dropped`.
+    pub status: Option<String>,
+    /// 1..=1000 (default 100).
+    pub limit: Option<i64>,
+}
+
+impl OutboxFilter {
+    /// Refuses unknown kinds, statuses and limits, naming the parameter.
+    pub fn check(&self) -> Result<()> {
+        if let Some(k) = self.kind.as_deref().filter(|k| !KINDS.contains(k)) {
+            return Err(EngineError::validation(
+                "kind",
+                format!("kind {k:?} is not one of {KINDS:?}"),
+            ));
+        }
+        if let Some(s) = self.status.as_deref().filter(|s| !STATUSES.contains(s)) {
+            return Err(EngineError::validation(
+                "status",
+                format!("status {s:?} is not one of {STATUSES:?}"),
+            ));
+        }
+        if let Some(l) = self.limit.filter(|l| !(1..=1000).contains(l)) {
+            return Err(EngineError::validation(
+                "limit",
+                format!("limit {l} is not within 1..=1000"),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Engine {
-    /// Messages due for delivery, oldest first.
+    /// Emails due for delivery, oldest first.
     pub async fn outbox_due(&self, limit: i64) -> Result<Vec<OutboxItem>> {
+        self.outbox_due_of("email", limit).await
+    }
+
+    /// Messages of `kind` due for delivery, oldest first.
+    pub async fn outbox_due_of(&self, kind: &str, limit: i64) -> Result<Vec<OutboxItem>> {
         Ok(sqlx::query_as::<_, OutboxItem>(&format!(
-            "SELECT {COLUMNS} FROM outbox WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?"
+            "SELECT {COLUMNS} FROM outbox WHERE status = 'pending' AND next_attempt_at <= ? AND kind = ? ORDER BY id LIMIT ?"
         ))
         .bind(self.now())
+        .bind(kind)
         .bind(limit)
         .fetch_all(&self.inner.store.read)
         .await?)
@@ -60,14 +113,93 @@ impl Engine {
 
     /// The latest messages, newest first (the admin's view of the outbox).
     pub async fn outbox_recent(&self, limit: i64) -> Result<Vec<OutboxItem>> {
-        Ok(
-            sqlx::query_as::<_, OutboxItem>(&format!(
-                "SELECT {COLUMNS} FROM outbox ORDER BY id DESC LIMIT ?"
-            ))
-            .bind(limit.clamp(1, 1000))
-            .fetch_all(&self.inner.store.read)
-            .await?,
-        )
+        self.outbox_list(&OutboxFilter {
+            limit: Some(limit.clamp(1, 1000)),
+            ..OutboxFilter::default()
+        })
+        .await
+    }
+
+    /// The latest messages matching `filter`, newest first.
+    pub async fn outbox_list(&self, filter: &OutboxFilter) -> Result<Vec<OutboxItem>> {
+        filter.check()?;
+        Ok(sqlx::query_as::<_, OutboxItem>(&format!(
+            "SELECT {COLUMNS} FROM outbox WHERE (?1 IS NULL OR substr(run_id, 1, length(?1) + 1) = ?1 || '/') \
+             AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR status = ?3) ORDER BY id DESC LIMIT ?4"
+        ))
+        .bind(filter.tenant.as_deref())
+        .bind(filter.kind.as_deref())
+        .bind(filter.status.as_deref())
+        .bind(filter.limit.unwrap_or(100))
+        .fetch_all(&self.inner.store.read)
+        .await?)
+    }
+
+    /// One outbox message.
+    pub async fn outbox_item(&self, id: i64) -> Result<OutboxItem> {
+        sqlx::query_as::<_, OutboxItem>(&format!("SELECT {COLUMNS} FROM outbox WHERE id = ?"))
+            .bind(id)
+            .fetch_optional(&self.inner.store.read)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))
+    }
+
+    /// Records a callback answered 2xx: sent (`via` the URL scheme), with the status and a summary.
+    pub async fn callback_delivered(&self, id: i64, via: &str, status: u16, message: String) -> Result<()> {
+        let (via, now) = (via.to_string(), self.now());
+        self.inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query("UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_at = ?, delivered_via = ?, message = ?, response_status = ?, last_error = NULL WHERE id = ?")
+                        .bind(now)
+                        .bind(&via)
+                        .bind(&message)
+                        .bind(status as i64)
+                        .bind(id)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// Records a failed callback attempt (with the HTTP status when there was
+    /// one). `retry` false gives the message up at once (status `failed`),
+    /// e.g. when the egress guard refused the address at delivery.
+    pub async fn callback_failed(
+        &self,
+        id: i64,
+        status: Option<u16>,
+        error: String,
+        retry: bool,
+    ) -> Result<()> {
+        let now = self.now();
+        self.inner
+            .store
+            .write(move |conn| {
+                Box::pin(async move {
+                    let attempts: i64 = sqlx::query_scalar("SELECT attempts FROM outbox WHERE id = ?")
+                        .bind(id)
+                        .fetch_optional(&mut *conn)
+                        .await?
+                        .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))?;
+                    let attempts = attempts + 1;
+                    let state = if !retry || attempts >= MAX_ATTEMPTS { "failed" } else { "pending" };
+                    sqlx::query("UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?, response_status = ? WHERE id = ?")
+                        .bind(state)
+                        .bind(attempts)
+                        .bind(now + backoff_ms(attempts))
+                        .bind(&error)
+                        .bind(status.map(i64::from))
+                        .bind(id)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
     }
 
     /// Messages not yet delivered.
@@ -142,6 +274,18 @@ impl Engine {
                 })
             })
             .await
+    }
+
+    /// Retries a failed or dropped message of one of `tenant`'s runs (an
+    /// admin's retry); another tenant's message does not exist for them.
+    pub async fn outbox_retry_for_tenant(&self, tenant: &str, id: i64) -> Result<()> {
+        match self.outbox_item(id).await {
+            Ok(item) if crate::ids::tenant_of(&item.run_id) == tenant => self.outbox_retry(id).await,
+            Ok(_) | Err(EngineError::NotFound(_)) => {
+                Err(EngineError::NotFound(format!("no outbox message {id}")))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Puts a failed message back in the queue (admin retry).

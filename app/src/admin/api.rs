@@ -397,15 +397,13 @@ pub async fn load_keys() -> Result<KeysData, ServerFnError> {
 pub async fn load_outbox(kind: Option<String>, status: Option<String>) -> Result<OutboxData, ServerFnError> {
     let engine = expect_context::<tollgate::Engine>();
     let me = require_admin()?;
-    let rows = engine
-        .outbox_for_tenant(
-            &me.tenant,
-            kind.as_deref().filter(|s| !s.is_empty()),
-            status.as_deref().filter(|s| !s.is_empty()),
-            200,
-        )
-        .await
-        .map_err(fail)?;
+    let filter = tollgate::engine::outbox::OutboxFilter {
+        tenant: Some(me.tenant.clone()),
+        kind: kind.filter(|s| !s.is_empty()),
+        status: status.filter(|s| !s.is_empty()),
+        limit: Some(200),
+    };
+    let rows = engine.outbox_list(&filter).await.map_err(fail)?;
     let rows = rows
         .into_iter()
         .map(|r| OutboxRow {

@@ -43,7 +43,7 @@ pub async fn discovery(State(state): State<AppState>, headers: HeaderMap) -> Res
             "witness": "witnessable-gated",
             "tokenAlgs": ["hs256"],
             "refKinds": ["principal", "group", "role"],
-            "callbackDelivery": false
+            "callbackDelivery": state.engine.callback_policy().is_some()
         }
     });
     super::with_etag(&headers, doc)

@@ -1,6 +1,7 @@
 //! The OpenWOP v2 REST surface. Handlers parse, call one engine operation and
 //! map the result; no domain rule lives here.
 
+pub mod admin;
 pub mod discovery;
 pub mod error;
 pub mod events;

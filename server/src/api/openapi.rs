@@ -35,6 +35,8 @@ Errors use the closed envelope `{error, message, details?}`; every protocol resp
         super::workflows::list,
         super::workflows::get,
         super::workflows::put,
+        super::admin::list_outbox,
+        super::admin::retry_outbox,
     ),
     components(schemas(
         schema::ErrorEnvelope,
@@ -60,6 +62,8 @@ Errors use the closed envelope `{error, message, details?}`; every protocol resp
         schema::Discovery,
         schema::Health,
         schema::JsonObject,
+        schema::OutboxMessage,
+        schema::OutboxList,
     )),
     modifiers(&Security),
     tags(
@@ -69,6 +73,7 @@ Errors use the closed envelope `{error, message, details?}`; every protocol resp
         (name = "workflows", description = "Workflow definitions"),
         (name = "discovery", description = "OpenWOP discovery"),
         (name = "operations", description = "Health, metrics and this document"),
+        (name = "admin", description = "Administration (scope `admin`): the outbox of emails and run callbacks"),
     )
 )]
 pub struct ApiDoc;

@@ -25,6 +25,8 @@ macro_rules! api_route_table {
             GET "/workflows" => workflows::list,
             GET "/workflows/{workflowId}" => workflows::get,
             PUT "/workflows/{workflowId}" => workflows::put,
+            GET "/admin/outbox" => admin::list_outbox,
+            POST "/admin/outbox/{outboxId}/retry" => admin::retry_outbox,
         }
     };
 }

@@ -301,3 +301,43 @@ pub struct Health {
     pub status: String,
     pub error: Option<String>,
 }
+
+/// One outbox message (email or run callback).
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub struct OutboxMessage {
+    pub id: i64,
+    /// `email` or `callback`.
+    pub kind: String,
+    /// Email: `requested`, `reminder` or `escalation`. Callback: the event
+    /// type (`interrupt.requested`, `run.completed`, `run.failed`, `run.cancelled`).
+    pub reason: String,
+    pub run_id: String,
+    pub node_id: Option<String>,
+    pub interrupt_id: Option<String>,
+    /// Email: the recipient principal.
+    pub recipient: Option<String>,
+    /// Email address, or the callback URL.
+    pub address: String,
+    /// `pending`, `sent`, `failed` or `dropped`.
+    pub status: String,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    /// Callback: HTTP status of the last attempt that got an answer.
+    pub response_status: Option<i64>,
+    /// Email: `smtp` or `dev-outbox`. Callback: the URL scheme (`https`; `http` only with `allow_loopback`).
+    pub delivered_via: Option<String>,
+    /// The message as delivered (email), or a delivery summary (callback).
+    pub message: Option<String>,
+    /// Callback: the JSON body POSTed.
+    pub body: Option<JsonObject>,
+    pub created_at: String,
+    pub next_attempt_at: String,
+    pub sent_at: Option<String>,
+}
+
+/// `GET /admin/outbox`.
+#[derive(ToSchema)]
+pub struct OutboxList {
+    pub items: Vec<OutboxMessage>,
+}
