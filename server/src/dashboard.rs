@@ -3,9 +3,10 @@
 //! (post/redirect/get), so the dashboard works without JavaScript.
 
 use crate::state::AppState;
-use axum::extract::State;
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::{Extension, Form};
+use axum::Form;
 use tollgate::engine::admin::{MembershipKind, PrincipalEdit};
 use tollgate::{EngineError, Principal};
 use tollgate_app::admin::api::Flash;
@@ -14,9 +15,6 @@ use tower_sessions::Session;
 
 /// The session key of the one-time message.
 pub const FLASH_KEY: &str = "dashboard_flash";
-
-/// Posted fields; repeated names (checkboxes) keep every value.
-type Fields = Form<Vec<(String, String)>>;
 
 fn field<'a>(fields: &'a [(String, String)], name: &str) -> &'a str {
     fields
@@ -45,44 +43,55 @@ fn checked(fields: &[(String, String)], name: &str) -> bool {
     !field(fields, name).is_empty()
 }
 
-/// Why a post is not an admin's.
-enum Refused {
-    SignIn,
-    Forbidden(String),
+/// A dashboard post by a signed-in admin: who, the fields, and the session
+/// the outcome is left in. Anyone else is sent to sign in or refused.
+pub struct AdminPost {
+    me: Principal,
+    session: Session,
+    fields: Vec<(String, String)>,
 }
 
-impl IntoResponse for Refused {
-    fn into_response(self) -> Response {
-        match self {
-            Refused::SignIn => Redirect::to("/signin?next=/dashboard").into_response(),
-            Refused::Forbidden(why) => (axum::http::StatusCode::FORBIDDEN, why).into_response(),
+impl<S: Send + Sync> FromRequest<S> for AdminPost {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = req.into_parts();
+        let session = Session::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let Some(SignedIn(me)) = parts.extensions.get::<SignedIn>().cloned() else {
+            return Err(Redirect::to("/signin?next=/dashboard").into_response());
+        };
+        tollgate::engine::admin::require_admin(&me)
+            .map_err(|e| (StatusCode::FORBIDDEN, e.to_string()).into_response())?;
+        let Form(fields) =
+            Form::<Vec<(String, String)>>::from_request(Request::from_parts(parts, body), state)
+                .await
+                .map_err(IntoResponse::into_response)?;
+        Ok(AdminPost { me, session, fields })
+    }
+}
+
+impl AdminPost {
+    fn field(&self, name: &str) -> &str {
+        field(&self.fields, name)
+    }
+
+    /// Leaves the outcome for the next page and redirects there.
+    async fn finish(self, to: &str, outcome: Result<Flash, EngineError>) -> Response {
+        let flash = outcome.unwrap_or_else(|e| Flash {
+            ok: false,
+            message: match e.details().and_then(|d| d["field"].as_str().map(str::to_string)) {
+                Some(f) if !e.to_string().contains(&f) => format!("{f}: {e}"),
+                _ => e.to_string(),
+            },
+            secret: None,
+        });
+        if let Err(e) = self.session.insert(FLASH_KEY, &flash).await {
+            tracing::warn!(error = %e, "could not keep the dashboard message");
         }
+        Redirect::to(to).into_response()
     }
-}
-
-/// The signed-in admin; anyone else is sent to sign in or refused.
-fn admin(signed: Option<Extension<SignedIn>>) -> Result<Principal, Refused> {
-    let Some(Extension(SignedIn(p))) = signed else {
-        return Err(Refused::SignIn);
-    };
-    tollgate::engine::admin::require_admin(&p).map_err(|e| Refused::Forbidden(e.to_string()))?;
-    Ok(p)
-}
-
-/// Leaves the outcome for the next page and redirects there.
-async fn finish(session: &Session, to: &str, outcome: Result<Flash, EngineError>) -> Response {
-    let flash = outcome.unwrap_or_else(|e| Flash {
-        ok: false,
-        message: match e.details().and_then(|d| d["field"].as_str().map(str::to_string)) {
-            Some(f) if !e.to_string().contains(&f) => format!("{f}: {e}"),
-            _ => e.to_string(),
-        },
-        secret: None,
-    });
-    if let Err(e) = session.insert(FLASH_KEY, &flash).await {
-        tracing::warn!(error = %e, "could not keep the dashboard message");
-    }
-    Redirect::to(to).into_response()
 }
 
 fn ok(message: String) -> Flash {
@@ -93,48 +102,30 @@ fn ok(message: String) -> Flash {
     }
 }
 
-pub async fn save_person(
-    State(state): State<AppState>,
-    session: Session,
-    signed: Option<Extension<SignedIn>>,
-    Form(f): Fields,
-) -> Response {
-    let me = match admin(signed) {
-        Ok(p) => p,
-        Err(r) => return r.into_response(),
-    };
+pub async fn save_person(State(state): State<AppState>, post: AdminPost) -> Response {
     let edit = PrincipalEdit {
-        id: field(&f, "id").to_string(),
-        name: field(&f, "name").to_string(),
-        email: Some(field(&f, "email").to_string()),
-        groups: list(field(&f, "groups")),
-        roles: list(field(&f, "roles")),
-        is_override: checked(&f, "override"),
+        id: post.field("id").to_string(),
+        name: post.field("name").to_string(),
+        email: Some(post.field("email").to_string()),
+        groups: list(post.field("groups")),
+        roles: list(post.field("roles")),
+        is_override: checked(&post.fields, "override"),
     };
     let outcome = state
         .engine
-        .save_principal(&me.tenant, edit)
+        .save_principal(&post.me.tenant, edit)
         .await
         .map(|p| ok(format!("Saved {}.", p.id)));
-    finish(&session, "/dashboard/people", outcome).await
+    post.finish("/dashboard/people", outcome).await
 }
 
-pub async fn set_password(
-    State(state): State<AppState>,
-    session: Session,
-    signed: Option<Extension<SignedIn>>,
-    Form(f): Fields,
-) -> Response {
-    let me = match admin(signed) {
-        Ok(p) => p,
-        Err(r) => return r.into_response(),
-    };
-    let id = field(&f, "id");
-    let remove = field(&f, "op") == "remove";
-    let password = (!remove).then(|| field(&f, "password"));
+pub async fn set_password(State(state): State<AppState>, post: AdminPost) -> Response {
+    let id = post.field("id");
+    let remove = post.field("op") == "remove";
+    let password = (!remove).then(|| post.field("password"));
     let outcome = state
         .engine
-        .admin_set_password(&me.tenant, id, password)
+        .admin_set_password(&post.me.tenant, id, password)
         .await
         .map(|()| {
             ok(if remove {
@@ -143,32 +134,23 @@ pub async fn set_password(
                 format!("Password set for {id}.")
             })
         });
-    finish(&session, "/dashboard/people", outcome).await
+    post.finish("/dashboard/people", outcome).await
 }
 
-pub async fn membership(
-    State(state): State<AppState>,
-    session: Session,
-    signed: Option<Extension<SignedIn>>,
-    Form(f): Fields,
-) -> Response {
-    let me = match admin(signed) {
-        Ok(p) => p,
-        Err(r) => return r.into_response(),
-    };
-    let kind = match field(&f, "kind") {
+pub async fn membership(State(state): State<AppState>, post: AdminPost) -> Response {
+    let kind = match post.field("kind") {
         "group" => MembershipKind::Group,
         "role" => MembershipKind::Role,
         other => {
             let e = EngineError::validation("kind", format!("kind \"{other}\" is not group or role"));
-            return finish(&session, "/dashboard/people", Err(e)).await;
+            return post.finish("/dashboard/people", Err(e)).await;
         }
     };
-    let (principal, name) = (field(&f, "principal"), field(&f, "name"));
-    let add = field(&f, "op") != "remove";
+    let (principal, name) = (post.field("principal"), post.field("name"));
+    let add = post.field("op") != "remove";
     let outcome = state
         .engine
-        .set_membership(&me.tenant, principal, kind, name, add)
+        .set_membership(&post.me.tenant, principal, kind, name, add)
         .await
         .map(|_| {
             ok(if add {
@@ -177,63 +159,37 @@ pub async fn membership(
                 format!("{principal} left {}.", name.trim())
             })
         });
-    finish(&session, "/dashboard/people", outcome).await
+    post.finish("/dashboard/people", outcome).await
 }
 
-pub async fn create_key(
-    State(state): State<AppState>,
-    session: Session,
-    signed: Option<Extension<SignedIn>>,
-    Form(f): Fields,
-) -> Response {
-    let me = match admin(signed) {
-        Ok(p) => p,
-        Err(r) => return r.into_response(),
-    };
-    let principal = field(&f, "principal");
-    let label = Some(field(&f, "label").to_string());
+pub async fn create_key(State(state): State<AppState>, post: AdminPost) -> Response {
+    let principal = post.field("principal");
+    let label = Some(post.field("label").to_string());
     let outcome = state
         .engine
-        .create_api_key(&me.tenant, principal, &all(&f, "scope"), label)
+        .create_api_key(&post.me.tenant, principal, &all(&post.fields, "scope"), label)
         .await
         .map(|k| Flash {
             ok: true,
             message: format!("Key {} created for {principal}.", k.id),
             secret: Some(k.key),
         });
-    finish(&session, "/dashboard/keys", outcome).await
+    post.finish("/dashboard/keys", outcome).await
 }
 
-pub async fn revoke_key(
-    State(state): State<AppState>,
-    session: Session,
-    signed: Option<Extension<SignedIn>>,
-    Form(f): Fields,
-) -> Response {
-    let me = match admin(signed) {
-        Ok(p) => p,
-        Err(r) => return r.into_response(),
-    };
+pub async fn revoke_key(State(state): State<AppState>, post: AdminPost) -> Response {
     let outcome = state
         .engine
-        .revoke_api_key(Some(&me.tenant), field(&f, "id"))
+        .revoke_api_key(Some(&post.me.tenant), post.field("id"))
         .await
         .map(|k| ok(format!("Key {} is revoked.", k.id)));
-    finish(&session, "/dashboard/keys", outcome).await
+    post.finish("/dashboard/keys", outcome).await
 }
 
-pub async fn add_token_key(
-    State(state): State<AppState>,
-    session: Session,
-    signed: Option<Extension<SignedIn>>,
-    Form(f): Fields,
-) -> Response {
-    if let Err(r) = admin(signed) {
-        return r.into_response();
-    }
-    let kid = field(&f, "kid").trim().to_string();
-    let secret = Some(field(&f, "secret").to_string());
-    let activate = checked(&f, "activate");
+pub async fn add_token_key(State(state): State<AppState>, post: AdminPost) -> Response {
+    let kid = post.field("kid").trim().to_string();
+    let secret = Some(post.field("secret").to_string());
+    let activate = checked(&post.fields, "activate");
     let outcome = state
         .engine
         .add_token_key(&kid, secret, activate)
@@ -245,64 +201,39 @@ pub async fn add_token_key(
                 format!("Token key {kid} added; activate it to sign new links.")
             })
         });
-    finish(&session, "/dashboard/keys", outcome).await
+    post.finish("/dashboard/keys", outcome).await
 }
 
-pub async fn activate_token_key(
-    State(state): State<AppState>,
-    session: Session,
-    signed: Option<Extension<SignedIn>>,
-    Form(f): Fields,
-) -> Response {
-    if let Err(r) = admin(signed) {
-        return r.into_response();
-    }
-    let kid = field(&f, "kid");
+pub async fn activate_token_key(State(state): State<AppState>, post: AdminPost) -> Response {
+    let kid = post.field("kid");
     let outcome = state
         .engine
         .activate_token_key(kid)
         .await
         .map(|()| ok(format!("Token key {kid} signs new links now.")));
-    finish(&session, "/dashboard/keys", outcome).await
+    post.finish("/dashboard/keys", outcome).await
 }
 
-pub async fn retire_token_key(
-    State(state): State<AppState>,
-    session: Session,
-    signed: Option<Extension<SignedIn>>,
-    Form(f): Fields,
-) -> Response {
-    if let Err(r) = admin(signed) {
-        return r.into_response();
-    }
-    let kid = field(&f, "kid");
+pub async fn retire_token_key(State(state): State<AppState>, post: AdminPost) -> Response {
+    let kid = post.field("kid");
     let outcome = state.engine.retire_token_key(kid).await.map(|()| {
         ok(format!(
             "Token key {kid} is retired; links it signed work until they expire."
         ))
     });
-    finish(&session, "/dashboard/keys", outcome).await
+    post.finish("/dashboard/keys", outcome).await
 }
 
-pub async fn retry_outbox(
-    State(state): State<AppState>,
-    session: Session,
-    signed: Option<Extension<SignedIn>>,
-    Form(f): Fields,
-) -> Response {
-    let me = match admin(signed) {
-        Ok(p) => p,
-        Err(r) => return r.into_response(),
-    };
-    let outcome = match field(&f, "id").parse::<i64>() {
+pub async fn retry_outbox(State(state): State<AppState>, post: AdminPost) -> Response {
+    let outcome = match post.field("id").parse::<i64>() {
         Ok(id) => state
             .engine
-            .outbox_retry_for_tenant(&me.tenant, id)
+            .outbox_retry_for_tenant(&post.me.tenant, id)
             .await
             .map(|()| ok(format!("Message {id} is queued again."))),
         Err(_) => Err(EngineError::validation("id", "id must be a message number")),
     };
-    finish(&session, "/dashboard/outbox", outcome).await
+    post.finish("/dashboard/outbox", outcome).await
 }
 
 /// Routes of the dashboard's posts.

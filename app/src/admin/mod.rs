@@ -77,6 +77,21 @@ fn Frame(title: &'static str, children: ChildrenFn) -> impl IntoView {
     }
 }
 
+/// A table's header row; an empty name is an unlabelled actions column.
+fn thead(columns: &[&'static str]) -> impl IntoView {
+    view! {
+        <thead class="bg-slate-50 text-slate-700">
+            <tr>
+                {columns.iter().map(|c| if c.is_empty() {
+                    view! { <th scope="col" class=TH><span class="sr-only">"Actions"</span></th> }.into_any()
+                } else {
+                    view! { <th scope="col" class=TH>{*c}</th> }.into_any()
+                }).collect_view()}
+            </tr>
+        </thead>
+    }
+}
+
 fn flash_view(flash: Option<Flash>) -> Option<AnyView> {
     flash.map(|f| {
         let class = if f.ok {
@@ -198,14 +213,7 @@ fn overview_view(d: OverviewData) -> AnyView {
                     <div class="mt-3 overflow-x-auto">
                         <table id="pending" class=TABLE>
                             <caption class="sr-only">"Pending interrupts, overdue first"</caption>
-                            <thead class="bg-slate-50 text-slate-700"><tr>
-                                <th scope="col" class=TH>"Request"</th>
-                                <th scope="col" class=TH>"Kind"</th>
-                                <th scope="col" class=TH>"Workflow"</th>
-                                <th scope="col" class=TH>"Age"</th>
-                                <th scope="col" class=TH>"Deadline"</th>
-                                <th scope="col" class=TH>"Votes"</th>
-                            </tr></thead>
+                            {thead(&["Request", "Kind", "Workflow", "Age", "Deadline", "Votes"])}
                             <tbody class="divide-y divide-slate-100">
                                 {o.pending.iter().zip(d.run_links).map(|(p, href)| view! {
                                     <tr data-run=p.run_id.clone() data-node=p.node_id.clone()>
@@ -302,14 +310,7 @@ fn runs_view(d: RunsData, q: RunsQuery) -> AnyView {
         <div class="overflow-x-auto rounded-lg border border-slate-200 bg-white shadow-sm">
             <table id="runs" class=TABLE>
                 <caption class="sr-only">"Runs, newest first"</caption>
-                <thead class="bg-slate-50 text-slate-700"><tr>
-                    <th scope="col" class=TH>"Run"</th>
-                    <th scope="col" class=TH>"Workflow"</th>
-                    <th scope="col" class=TH>"Status"</th>
-                    <th scope="col" class=TH>"At node"</th>
-                    <th scope="col" class=TH>"Owner"</th>
-                    <th scope="col" class=TH>"Started"</th>
-                </tr></thead>
+                {thead(&["Run", "Workflow", "Status", "At node", "Owner", "Started"])}
                 <tbody class="divide-y divide-slate-100">
                     {runs.items.into_iter().zip(d.run_links).map(|(r, href)| view! {
                         <tr data-run=r.run_id.clone() data-status=r.status.clone()>
@@ -379,13 +380,7 @@ fn timeline_view(d: TimelineData) -> AnyView {
                     <div class="mt-3 overflow-x-auto">
                         <table id="audit" class=TABLE>
                             <caption class="sr-only">"Who decided what, and why they were allowed to"</caption>
-                            <thead class="bg-slate-50 text-slate-700"><tr>
-                                <th scope="col" class=TH>"Node"</th>
-                                <th scope="col" class=TH>"Who"</th>
-                                <th scope="col" class=TH>"Action"</th>
-                                <th scope="col" class=TH>"Allowed via"</th>
-                                <th scope="col" class=TH>"When"</th>
-                            </tr></thead>
+                            {thead(&["Node", "Who", "Action", "Allowed via", "When"])}
                             <tbody class="divide-y divide-slate-100">
                                 {t.audit.into_iter().map(|a| view! {
                                     <tr data-principal=a.principal.clone()>
@@ -490,15 +485,7 @@ fn people_view(d: PeopleData, editing: Option<String>) -> AnyView {
             <div class="mt-3 overflow-x-auto">
                 <table id="people" class=TABLE>
                     <caption class="sr-only">"People in the directory"</caption>
-                    <thead class="bg-slate-50 text-slate-700"><tr>
-                        <th scope="col" class=TH>"Id"</th>
-                        <th scope="col" class=TH>"Name"</th>
-                        <th scope="col" class=TH>"Email"</th>
-                        <th scope="col" class=TH>"Groups"</th>
-                        <th scope="col" class=TH>"Roles"</th>
-                        <th scope="col" class=TH>"Sign-in"</th>
-                        <th scope="col" class=TH><span class="sr-only">"Actions"</span></th>
-                    </tr></thead>
+                    {thead(&["Id", "Name", "Email", "Groups", "Roles", "Sign-in", ""])}
                     <tbody class="divide-y divide-slate-100">
                         {dir.people.into_iter().map(|p| {
                             let pid = p.principal.id.clone();
@@ -646,14 +633,7 @@ fn keys_view(d: KeysData) -> AnyView {
             <div class="mt-3 overflow-x-auto">
                 <table id="api-keys" class=TABLE>
                     <caption class="sr-only">"API keys"</caption>
-                    <thead class="bg-slate-50 text-slate-700"><tr>
-                        <th scope="col" class=TH>"Id"</th>
-                        <th scope="col" class=TH>"Label"</th>
-                        <th scope="col" class=TH>"Acts as"</th>
-                        <th scope="col" class=TH>"Scopes"</th>
-                        <th scope="col" class=TH>"Created"</th>
-                        <th scope="col" class=TH>"State"</th>
-                    </tr></thead>
+                    {thead(&["Id", "Label", "Acts as", "Scopes", "Created", "State"])}
                     <tbody class="divide-y divide-slate-100">
                         {d.api_keys.into_iter().map(|k| {
                             let id = k.id.clone();
@@ -719,13 +699,7 @@ fn keys_view(d: KeysData) -> AnyView {
             <div class="mt-3 overflow-x-auto">
                 <table id="token-keys" class=TABLE>
                     <caption class="sr-only">"Token signing keys"</caption>
-                    <thead class="bg-slate-50 text-slate-700"><tr>
-                        <th scope="col" class=TH>"Kid"</th>
-                        <th scope="col" class=TH>"State"</th>
-                        <th scope="col" class=TH>"From"</th>
-                        <th scope="col" class=TH>"Added"</th>
-                        <th scope="col" class=TH><span class="sr-only">"Actions"</span></th>
-                    </tr></thead>
+                    {thead(&["Kid", "State", "From", "Added", ""])}
                     <tbody class="divide-y divide-slate-100">
                         {d.token_keys.into_iter().map(|k| {
                             let kid = k.kid.clone();
@@ -837,16 +811,7 @@ fn outbox_view(d: OutboxData, kind: Option<String>, status: Option<String>) -> A
                 <div class="overflow-x-auto rounded-lg border border-slate-200 bg-white shadow-sm">
                     <table id="outbox" class=TABLE>
                         <caption class="sr-only">"Outbox, newest first"</caption>
-                        <thead class="bg-slate-50 text-slate-700"><tr>
-                            <th scope="col" class=TH>"#"</th>
-                            <th scope="col" class=TH>"Kind"</th>
-                            <th scope="col" class=TH>"To"</th>
-                            <th scope="col" class=TH>"Why"</th>
-                            <th scope="col" class=TH>"State"</th>
-                            <th scope="col" class=TH>"Attempts"</th>
-                            <th scope="col" class=TH>"Created"</th>
-                            <th scope="col" class=TH><span class="sr-only">"Actions"</span></th>
-                        </tr></thead>
+                        {thead(&["#", "Kind", "To", "Why", "State", "Attempts", "Created", ""])}
                         <tbody class="divide-y divide-slate-100">
                             {d.rows.into_iter().map(|r| {
                                 let retry = matches!(r.status.as_str(), "failed" | "dropped");
