@@ -1149,3 +1149,31 @@ async fn escalate_on_timeout_rejects_and_notifies_but_never_grants() {
     assert_eq!(due[0].reason, "escalation");
     assert_eq!(due[0].recipient, "esc");
 }
+
+/// The live inbox asks the engine, per committed change, whether a person's
+/// inbox can have changed: only people eligible for one of the run's
+/// interrupts (pending or decided), never people of another tenant.
+#[tokio::test]
+async fn inbox_concerns_only_eligible_people() {
+    let f = fixture().await;
+    let e = &f.engine;
+    register(
+        e,
+        json!({"id": "live-fin", "nodes": [gate("gate", json!({"title": "Live", "actions": ["accept", "reject"], "approverGroupRefs": ["finance"]}))]}),
+    )
+    .await;
+    let before = e.change_count();
+    let run = start(e, "live-fin", json!({})).await;
+    assert!(e.change_count() > before, "creating a run is a broadcast change");
+    let ann = e.principal("ann").await.unwrap().unwrap();
+    let cat = e.principal("cat").await.unwrap().unwrap();
+    assert!(e.inbox_concerns(&ann, &run).await.unwrap(), "ann is in finance");
+    assert!(!e.inbox_concerns(&cat, &run).await.unwrap(), "cat is not");
+    let mut stranger = ann.clone();
+    stranger.tenant = "other".into();
+    assert!(!e.inbox_concerns(&stranger, &run).await.unwrap(), "another tenant");
+    // Decided: still her concern (the row leaves her inbox).
+    resolve(e, &run, "gate", "ann", json!({"action": "accept"})).await.unwrap();
+    assert!(e.inbox_concerns(&ann, &run).await.unwrap());
+    assert!(!e.inbox_concerns(&ann, "acme/no-such-run").await.unwrap());
+}

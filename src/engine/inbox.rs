@@ -260,6 +260,32 @@ impl Engine {
         })
     }
 
+    /// Whether a committed change to `run_id` (a notice of [`Engine::subscribe`])
+    /// can change `principal`'s inbox: the run is in their tenant and has an
+    /// interrupt, pending or past, that they may decide by the same rules as
+    /// [`Engine::pending_for`]. A past one counts because resolving or
+    /// cancelling it takes it out of the inbox.
+    pub async fn inbox_concerns(&self, principal: &Principal, run_id: &str) -> Result<bool> {
+        if crate::ids::tenant_of(run_id) != principal.tenant {
+            return Ok(false);
+        }
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT kind, eligibility, owner_subject FROM interrupts WHERE run_id = ?")
+                .bind(run_id)
+                .fetch_all(&self.inner.store.read)
+                .await?;
+        if rows.is_empty() {
+            return Ok(false);
+        }
+        let principal = self
+            .principal(&principal.id)
+            .await?
+            .unwrap_or_else(|| principal.clone());
+        Ok(rows
+            .iter()
+            .any(|(kind, rules, owner)| eligible(kind, rules, owner, &principal).is_ok()))
+    }
+
     /// Whether `actor` may decide the latest interrupt at `node_id`: the ref
     /// that admits them, or the reason they may not.
     pub async fn may_decide(
