@@ -51,6 +51,9 @@ pub struct InboxData {
     pub pages: usize,
     pub workflows: Vec<String>,
     pub kinds: Vec<String>,
+    /// The engine's change count before the query: the live inbox stream
+    /// (`/inbox/stream?since=`) starts with an event if anything changed since.
+    pub changes: u64,
 }
 
 /// What a post left behind: the person's input and the errors beside it.
@@ -266,6 +269,9 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
     use tollgate::engine::inbox::{InboxFilter, InboxSort};
     let engine = expect_context::<tollgate::Engine>();
     let actor = require_actor()?;
+    // Before the query: a change committed after this is either in the
+    // result or makes the live stream send an event on connect.
+    let changes = engine.change_count();
     let filter = InboxFilter {
         kind: query.kind.filter(|s| !s.is_empty()),
         workflow_id: query.workflow.filter(|s| !s.is_empty()),
@@ -308,6 +314,7 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
         pages: page.pages,
         workflows: page.workflows,
         kinds: page.kinds,
+        changes,
     })
 }
 

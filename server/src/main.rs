@@ -4,6 +4,7 @@ mod api;
 mod cli;
 mod config;
 mod console;
+mod live;
 mod mailer;
 mod server;
 mod session;
