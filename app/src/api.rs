@@ -232,6 +232,24 @@ mod server_side {
         })
     }
 
+    /// Sets the HTTP status of the page being drawn on the server, so a
+    /// problem page answers with its status (410, 409, 401, 403, 404) and
+    /// not 200. Only for page requests: a server-function call (`/api/…`)
+    /// keeps 200 so the browser can read the result it carries.
+    pub fn set_page_status(status: u16) {
+        let on_page = use_context::<http::request::Parts>().is_some_and(|p| !p.uri.path().starts_with("/api/"));
+        let code = http::StatusCode::from_u16(status);
+        if let (true, Some(res), Ok(code)) = (on_page, use_context::<leptos_axum::ResponseOptions>(), code) {
+            res.set_status(code);
+        }
+    }
+
+    /// A token link that cannot be used: its page, with the page's status set.
+    pub fn problem_page(problem: LinkProblem) -> TokenData {
+        set_page_status(problem.status);
+        TokenData::Problem(problem)
+    }
+
     /// A person-readable page for an unusable token link.
     pub fn link_problem(e: &tollgate::EngineError) -> LinkProblem {
         let (title, message) = match e.http_status() {
@@ -344,7 +362,7 @@ pub async fn load_token(token: String) -> Result<TokenData, ServerFnError> {
     let engine = expect_context::<tollgate::Engine>();
     if let Some(p) = use_context::<Posted>().filter(|p| p.0.done) {
         // Just decided through this link: the link is used now; say so kindly.
-        return Ok(TokenData::Problem(LinkProblem {
+        return Ok(problem_page(LinkProblem {
             status: 200,
             title: "Thank you, your decision was recorded".into(),
             message: p.0.message.unwrap_or_else(|| "You can close this page.".into()),
@@ -352,10 +370,10 @@ pub async fn load_token(token: String) -> Result<TokenData, ServerFnError> {
     }
     let (view, claims) = match engine.inspect_by_token(&token).await {
         Ok(v) => v,
-        Err(e) => return Ok(TokenData::Problem(link_problem(&e))),
+        Err(e) => return Ok(problem_page(link_problem(&e))),
     };
     let Some(principal) = engine.principal(&claims.p).await.map_err(to_err)? else {
-        return Ok(TokenData::Problem(LinkProblem {
+        return Ok(problem_page(LinkProblem {
             status: 403,
             title: "This link cannot decide".into(),
             message: "The person this link was made for no longer exists.".into(),
