@@ -237,7 +237,8 @@ mod server_side {
     /// not 200. Only for page requests: a server-function call (`/api/…`)
     /// keeps 200 so the browser can read the result it carries.
     pub fn set_page_status(status: u16) {
-        let on_page = use_context::<http::request::Parts>().is_some_and(|p| !p.uri.path().starts_with("/api/"));
+        let on_page =
+            use_context::<http::request::Parts>().is_some_and(|p| !p.uri.path().starts_with("/api/"));
         let code = http::StatusCode::from_u16(status);
         if let (true, Some(res), Ok(code)) = (on_page, use_context::<leptos_axum::ResponseOptions>(), code) {
             res.set_status(code);

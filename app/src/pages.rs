@@ -173,7 +173,9 @@ fn follow_inbox(inbox: Resource<Result<InboxData, ServerFnError>>, set_live: Wri
             return;
         }
         let url = format!("/inbox/stream?since={}", data.changes);
-        let Ok(source) = web_sys::EventSource::new(&url) else { return };
+        let Ok(source) = web_sys::EventSource::new(&url) else {
+            return;
+        };
         let on_change = Listener::new(move || inbox.refetch());
         let _ = source.add_event_listener_with_callback("inbox", on_change.as_ref().unchecked_ref());
         // The first open needs no refetch (`since` covers it); a reopen
