@@ -41,7 +41,7 @@ scopes = ["admin"]
 TOML
 RUST_LOG=warn "$BIN" serve --config "$dir/perf.toml" > "$dir/out" 2>&1 &
 pid=$!
-for _ in $(seq 100); do grep -q "listening on" "$dir/out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q "listening on" "$dir/out" 2>/dev/null && break; sleep 0.1; done
 url=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$dir/out")
 echo "server $url ($BIN), $PENDING pending, $REQUESTS requests per page"
 target/$PROFILE/examples/console_perf --url "$url" --key perf-test-key-0123456789 \

@@ -196,7 +196,7 @@ async fn main() {
         .to_string();
 
     let expect_rows = |body: &str| {
-        let rows = body.matches("<tr class=\"hover:bg-slate-50\" data-run=").count();
+        let rows = body.matches("data-node=\"gate\"").count();
         assert_eq!(rows, 50, "a full page of rows");
     };
     let n = a.requests;
