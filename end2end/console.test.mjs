@@ -279,7 +279,8 @@ test('the token page decides without sign-in; used, expired and invalid links ge
   const token = await mintToken(run.path);
   const expired = expiredCopy(token);
   const { ctx, page } = await personPage(null);
-  await page.goto(`${server.url}/t/${token}`);
+  const first = await page.goto(`${server.url}/t/${token}`);
+  assert.equal(first.status(), 200);
   assert.equal(await page.textContent('#interrupt-title'), 'Approve e2e-single');
   assert.match(await page.textContent('main'), /By link/);
   assert.equal(await page.$('#signed-in-as'), null);
@@ -292,9 +293,9 @@ test('the token page decides without sign-in; used, expired and invalid links ge
   const votes = (await api(server.url, 'GET', run.path)).body.votes;
   assert.equal(votes[0].principal ?? votes[0].principalId, 'grace', JSON.stringify(votes));
 
-  // The link again: used.
-  // (A GET of a problem link answers 200 with the page; the status is in data-status.)
-  await page.goto(`${server.url}/t/${token}`);
+  // The link again: used. A problem page answers with its HTTP status too.
+  const used = await page.goto(`${server.url}/t/${token}`);
+  assert.equal(used.status(), 409);
   assert.equal(await page.getAttribute('#link-problem', 'data-status'), '409');
   assert.match(await page.textContent('#link-problem h1'), /already decided/);
   assert.equal(await page.$('#decide-form'), null);
@@ -302,7 +303,8 @@ test('the token page decides without sign-in; used, expired and invalid links ge
   // Expired (a validly signed link past its expiry), on a request still open.
   const open = await startRun('e2e-single', 'Expired link');
   const late = expiredCopy(await mintToken(open.path));
-  await page.goto(`${server.url}/t/${late}`);
+  const gone = await page.goto(`${server.url}/t/${late}`);
+  assert.equal(gone.status(), 410);
   assert.equal(await page.getAttribute('#link-problem', 'data-status'), '410');
   assert.match(await page.textContent('#link-problem h1'), /expired/);
   assert.equal(await page.$('#decide-form'), null);
@@ -320,10 +322,68 @@ test('the token page decides without sign-in; used, expired and invalid links ge
   assert.equal(await page.getAttribute('#link-problem', 'data-status'), '410');
 
   // Tampered.
-  await page.goto(`${server.url}/t/${token.slice(0, -3)}abc`);
+  const tampered = `${token.slice(0, -3)}abc`;
+  const bad = await page.goto(`${server.url}/t/${tampered}`);
+  assert.equal(bad.status(), 401);
   assert.equal(await page.getAttribute('#link-problem', 'data-status'), '401');
   assert.match(await page.textContent('#link-problem h1'), /not valid/);
   await ctx.close();
+});
+
+test('token pages answer with their HTTP status over plain HTTP: 200, 401, 404, 409, 410, and 403 for an inspect-only link', async () => {
+  const html = (path, init = {}) => fetch(server.url + path, { ...init, headers: { accept: 'text/html', ...init.headers } });
+  const run = await startRun('e2e-single', 'Statuses');
+  const token = await mintToken(run.path);
+
+  const open = await html(`/t/${token}`);
+  assert.equal(open.status, 200);
+  assert.match(await open.text(), /id="decide-form"/);
+
+  const tampered = await html(`/t/${token.slice(0, -3)}abc`);
+  assert.equal(tampered.status, 401);
+  assert.match(tampered.headers.get('content-type'), /text\/html/);
+  const page = await tampered.text();
+  assert.match(page, /This link is not valid/);
+  assert.match(page, /data-status="401"/);
+
+  const expired = await html(`/t/${expiredCopy(token)}`);
+  assert.equal(expired.status, 410);
+  assert.match(await expired.text(), /This link has expired/);
+
+  // Correctly signed, but for no interrupt that exists.
+  const [, , , payload] = token.split('.');
+  const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
+  const unknown = await html(`/t/${sign({ ...claims, i: 'no-such-interrupt' })}`);
+  assert.equal(unknown.status, 404);
+  assert.match(await unknown.text(), /Nothing found/);
+
+  // An inspect-only link shows the request (200) and refuses a decision (403).
+  const inspect = sign({ ...claims, t: 'inspect', j: randomBytes(16).toString('hex') });
+  const shown = await html(`/t/${inspect}`);
+  assert.equal(shown.status, 200);
+  const shownText = await shown.text();
+  assert.match(shownText, /This link may only show the request/);
+  assert.doesNotMatch(shownText, /id="decide-form"/);
+  const refused = await fetch(`${server.url}/t/${inspect}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: server.url },
+    body: 'action=accept',
+  });
+  assert.equal(refused.status, 403);
+  assert.match(await refused.text(), /may only inspect/);
+  assert.equal((await api(server.url, 'GET', run.path)).body.status, 'pending');
+
+  // Decided through the link: the thank-you page is 200; the link again is 409.
+  const decided = await fetch(`${server.url}/t/${token}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: server.url },
+    body: 'action=accept',
+  });
+  assert.equal(decided.status, 200);
+  assert.match(await decided.text(), /Thank you, your decision was recorded/);
+  const again = await html(`/t/${token}`);
+  assert.equal(again.status, 409);
+  assert.match(await again.text(), /This request is already decided/);
 });
 
 test('without JavaScript: sign in, a validation error, and a decision are plain form posts', async () => {

@@ -63,6 +63,8 @@ struct Inner {
     keys: RwLock<HashMap<String, (Grant, Millis)>>,
     /// Run ids whose log grew; for SSE and long polls.
     notices: broadcast::Sender<String>,
+    /// How many notices were sent so far (see [`Engine::change_count`]).
+    changes: std::sync::atomic::AtomicU64,
     tokens: RwLock<KeyRing>,
     token_ttl_ms: RwLock<Millis>,
     /// Directory entries read so far; every directory write goes through the engine and updates it.
@@ -233,6 +235,7 @@ impl Engine {
                 current: RwLock::new(HashMap::new()),
                 keys: RwLock::new(HashMap::new()),
                 notices,
+                changes: std::sync::atomic::AtomicU64::new(0),
                 tokens: RwLock::new(KeyRing::default()),
                 token_ttl_ms: RwLock::new(crate::token::DEFAULT_TTL_MS),
                 principals: RwLock::new(HashMap::new()),
@@ -249,7 +252,17 @@ impl Engine {
     }
 
     fn notify(&self, run_id: &str) {
+        self.inner
+            .changes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let _ = self.inner.notices.send(run_id.to_string());
+    }
+
+    /// How many committed changes were broadcast since the engine opened.
+    /// Read it before a query; if it has grown since, the result may be stale
+    /// (the live inbox uses it to catch changes made before it subscribed).
+    pub fn change_count(&self) -> u64 {
+        self.inner.changes.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Run ids whose event log grew, as they commit.

@@ -1300,3 +1300,99 @@ async fn callbacks_are_queued_with_the_interrupt_and_the_run_end_in_the_same_ste
         other => panic!("{other:?}"),
     }
 }
+
+/// The live inbox asks the engine, per committed change, whether a person's
+/// inbox can have changed: only people eligible for one of the run's
+/// interrupts (pending or decided), never people of another tenant.
+#[tokio::test]
+async fn inbox_concerns_only_eligible_people() {
+    let f = fixture().await;
+    let e = &f.engine;
+    register(
+        e,
+        json!({"id": "live-fin", "nodes": [gate("gate", json!({"title": "Live", "actions": ["accept", "reject"], "approverGroupRefs": ["finance"]}))]}),
+    )
+    .await;
+    let before = e.change_count();
+    let run = start(e, "live-fin", json!({})).await;
+    assert!(e.change_count() > before, "creating a run is a broadcast change");
+    let ann = e.principal("ann").await.unwrap().unwrap();
+    let cat = e.principal("cat").await.unwrap().unwrap();
+    assert!(e.inbox_concerns(&ann, &run).await.unwrap(), "ann is in finance");
+    assert!(!e.inbox_concerns(&cat, &run).await.unwrap(), "cat is not");
+    let mut stranger = ann.clone();
+    stranger.tenant = "other".into();
+    assert!(
+        !e.inbox_concerns(&stranger, &run).await.unwrap(),
+        "another tenant"
+    );
+    // Decided: still her concern (the row leaves her inbox).
+    resolve(e, &run, "gate", "ann", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    assert!(e.inbox_concerns(&ann, &run).await.unwrap());
+    assert!(!e.inbox_concerns(&ann, "acme/no-such-run").await.unwrap());
+}
+
+/// The inbox query: only what the person may decide, counted over all pages,
+/// cut into pages of 50, newest first, with the filter lists.
+#[tokio::test]
+async fn pending_for_pages_and_eligibility() {
+    use tollgate::engine::inbox::{InboxFilter, InboxSort};
+    let f = fixture().await;
+    let e = &f.engine;
+    register(
+        e,
+        json!({"id": "inbox-fin", "nodes": [gate("gate", json!({"title": "Fin", "actions": ["accept", "reject"], "approverGroupRefs": ["finance"]}))]}),
+    )
+    .await;
+    let mut runs = Vec::new();
+    for _ in 0..60 {
+        runs.push(start(e, "inbox-fin", json!({})).await);
+        f.clock.advance(1);
+    }
+    let ann = e.principal("ann").await.unwrap().unwrap();
+    let cat = e.principal("cat").await.unwrap().unwrap();
+    let first = e.pending_for(&ann, &InboxFilter::default()).await.unwrap();
+    assert_eq!(
+        (first.total, first.pages, first.page, first.items.len()),
+        (60, 2, 1, 50)
+    );
+    assert_eq!(first.items[0].run_id, runs[59], "newest first");
+    assert_eq!(first.items[0].eligible_via, "group:finance");
+    assert_eq!(first.workflows, vec!["inbox-fin".to_string()]);
+    let second = e
+        .pending_for(
+            &ann,
+            &InboxFilter {
+                page: 2,
+                sort: InboxSort::Oldest,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.items.len(), 10);
+    assert_eq!(second.items[9].run_id, runs[59], "oldest first, last page");
+    let none = e.pending_for(&cat, &InboxFilter::default()).await.unwrap();
+    assert_eq!((none.total, none.items.len(), none.pages), (0, 0, 1));
+    let other = e
+        .pending_for(
+            &ann,
+            &InboxFilter {
+                workflow_id: Some("nope".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(other.total, 0);
+    // Decided ones leave the inbox.
+    resolve(e, &runs[0], "gate", "ann", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        e.pending_for(&ann, &InboxFilter::default()).await.unwrap().total,
+        59
+    );
+}

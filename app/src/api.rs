@@ -53,6 +53,9 @@ pub struct InboxData {
     pub pages: usize,
     pub workflows: Vec<String>,
     pub kinds: Vec<String>,
+    /// The engine's change count before the query: the live inbox stream
+    /// (`/inbox/stream?since=`) starts with an event if anything changed since.
+    pub changes: u64,
 }
 
 /// What a post left behind: the person's input and the errors beside it.
@@ -232,6 +235,25 @@ mod server_side {
         })
     }
 
+    /// Sets the HTTP status of the page being drawn on the server, so a
+    /// problem page answers with its status (410, 409, 401, 403, 404) and
+    /// not 200. Only for page requests: a server-function call (`/api/…`)
+    /// keeps 200 so the browser can read the result it carries.
+    pub fn set_page_status(status: u16) {
+        let on_page =
+            use_context::<http::request::Parts>().is_some_and(|p| !p.uri.path().starts_with("/api/"));
+        let code = http::StatusCode::from_u16(status);
+        if let (true, Some(res), Ok(code)) = (on_page, use_context::<leptos_axum::ResponseOptions>(), code) {
+            res.set_status(code);
+        }
+    }
+
+    /// A token link that cannot be used: its page, with the page's status set.
+    pub fn problem_page(problem: LinkProblem) -> TokenData {
+        set_page_status(problem.status);
+        TokenData::Problem(problem)
+    }
+
     /// A person-readable page for an unusable token link.
     pub fn link_problem(e: &tollgate::EngineError) -> LinkProblem {
         let (title, message) = match e.http_status() {
@@ -269,6 +291,9 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
     use tollgate::engine::inbox::{InboxFilter, InboxSort};
     let engine = expect_context::<tollgate::Engine>();
     let actor = require_actor()?;
+    // Before the query: a change committed after this is either in the
+    // result or makes the live stream send an event on connect.
+    let changes = engine.change_count();
     let filter = InboxFilter {
         kind: query.kind.filter(|s| !s.is_empty()),
         workflow_id: query.workflow.filter(|s| !s.is_empty()),
@@ -311,6 +336,7 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
         pages: page.pages,
         workflows: page.workflows,
         kinds: page.kinds,
+        changes,
     })
 }
 
@@ -340,7 +366,7 @@ pub async fn load_token(token: String) -> Result<TokenData, ServerFnError> {
     let engine = expect_context::<tollgate::Engine>();
     if let Some(p) = use_context::<Posted>().filter(|p| p.0.done) {
         // Just decided through this link: the link is used now; say so kindly.
-        return Ok(TokenData::Problem(LinkProblem {
+        return Ok(problem_page(LinkProblem {
             status: 200,
             title: "Thank you, your decision was recorded".into(),
             message: p.0.message.unwrap_or_else(|| "You can close this page.".into()),
@@ -348,10 +374,10 @@ pub async fn load_token(token: String) -> Result<TokenData, ServerFnError> {
     }
     let (view, claims) = match engine.inspect_by_token(&token).await {
         Ok(v) => v,
-        Err(e) => return Ok(TokenData::Problem(link_problem(&e))),
+        Err(e) => return Ok(problem_page(link_problem(&e))),
     };
     let Some(principal) = engine.principal(&claims.p).await.map_err(to_err)? else {
-        return Ok(TokenData::Problem(LinkProblem {
+        return Ok(problem_page(LinkProblem {
             status: 403,
             title: "This link cannot decide".into(),
             message: "The person this link was made for no longer exists.".into(),

@@ -128,15 +128,73 @@ pub fn Inbox() -> impl IntoView {
     let query = use_query_map();
     let q = Memo::new(move |_| query.with(query_from));
     let inbox = Resource::new(move || q.get(), load_inbox);
+    // Whether the live stream is open (browser tests wait for it).
+    let (live, set_live) = signal(false);
+    #[cfg(feature = "hydrate")]
+    follow_inbox(inbox, set_live);
+    #[cfg(not(feature = "hydrate"))]
+    let _ = set_live;
     view! {
         <Title text="Inbox · Tollgate" />
-        <Suspense fallback=|| view! { <p class="p-8">"Loading…"</p> }>
-            {move || inbox.get().map(|r| match r {
-                Ok(data) => view! { <InboxView data=data query=q.get_untracked() on_refresh=move || inbox.refetch() /> }.into_any(),
-                Err(e) => error_box(e.to_string()),
-            })}
-        </Suspense>
+        // A transition, not a suspense: a live refetch keeps the rows on the
+        // screen until the new ones arrive.
+        <div id="inbox-live" data-live=move || if live.get() { "open" } else { "closed" }>
+            <Transition fallback=|| view! { <p class="p-8">"Loading…"</p> }>
+                {move || inbox.get().map(|r| match r {
+                    Ok(data) => view! { <InboxView data=data query=q.get_untracked() on_refresh=move || inbox.refetch() /> }.into_any(),
+                    Err(e) => error_box(e.to_string()),
+                })}
+            </Transition>
+        </div>
     }
+}
+
+/// Keeps a hydrated inbox up to date: once the first data is here, an
+/// `EventSource` on `/inbox/stream?since=<change count>` (the server decides
+/// which changes concern this person) refetches the inbox on every `inbox`
+/// event and after a reconnect; it is closed when the inbox goes away.
+/// Without JavaScript none of this runs and the Refresh link reloads the page.
+#[cfg(feature = "hydrate")]
+fn follow_inbox(inbox: Resource<Result<InboxData, ServerFnError>>, set_live: WriteSignal<bool>) {
+    use send_wrapper::SendWrapper;
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+    use wasm_bindgen::{closure::Closure, JsCast};
+
+    type Listener = Closure<dyn Fn()>;
+    let slot: Rc<RefCell<Option<(web_sys::EventSource, [Listener; 3])>>> = Rc::default();
+    let held = SendWrapper::new(slot.clone());
+    on_cleanup(move || {
+        if let Some((source, _)) = held.take().borrow_mut().take() {
+            source.close();
+        }
+    });
+    Effect::new(move |_| {
+        let Some(Ok(data)) = inbox.get() else { return };
+        if slot.borrow().is_some() {
+            return;
+        }
+        let url = format!("/inbox/stream?since={}", data.changes);
+        let Ok(source) = web_sys::EventSource::new(&url) else {
+            return;
+        };
+        let on_change = Listener::new(move || inbox.refetch());
+        let _ = source.add_event_listener_with_callback("inbox", on_change.as_ref().unchecked_ref());
+        // The first open needs no refetch (`since` covers it); a reopen
+        // after a lost connection may have missed events.
+        let opened = Cell::new(0u32);
+        let on_open = Listener::new(move || {
+            opened.set(opened.get() + 1);
+            set_live.set(true);
+            if opened.get() > 1 {
+                inbox.refetch();
+            }
+        });
+        source.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+        let on_error = Listener::new(move || set_live.set(false));
+        source.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        *slot.borrow_mut() = Some((source, [on_change, on_open, on_error]));
+    });
 }
 
 #[component]
@@ -159,7 +217,7 @@ fn InboxView(
             <div class="flex flex-wrap items-end justify-between gap-4">
                 <div>
                     <h1 class="text-2xl font-semibold tracking-tight">"Inbox"</h1>
-                    <p id="inbox-count" class="mt-1 text-sm text-slate-600">
+                    <p id="inbox-count" class="mt-1 text-sm text-slate-600" aria-live="polite">
                         {format!("{} waiting for you", data.total)}
                     </p>
                 </div>

@@ -6,6 +6,7 @@ mod cli;
 mod config;
 mod console;
 mod dashboard;
+mod live;
 mod mailer;
 mod server;
 mod session;

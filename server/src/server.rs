@@ -3,6 +3,7 @@
 use crate::api;
 use crate::config::Config;
 use crate::console;
+use crate::live;
 use crate::session;
 use crate::state::AppState;
 use axum::Router;
@@ -71,7 +72,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
     tracing::info!(%addr, "listening");
     axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(async {
+            shutdown_signal().await;
+            live::close_streams();
+        })
         .await?;
     timers.abort();
     mailer.abort();
@@ -108,6 +112,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/signin", axum::routing::post(console::sign_in))
         .route("/signout", axum::routing::post(console::sign_out))
+        .route("/inbox/stream", axum::routing::get(live::inbox_stream))
         .route("/t/{token}", axum::routing::post(console::decide_by_token))
         .merge(crate::dashboard::routes())
         .merge(api::router())

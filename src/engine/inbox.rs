@@ -108,9 +108,15 @@ struct PendingRow {
     title: String,
     workflow_id: String,
     eligibility: String,
-    owner_subject: String,
     created_at: Millis,
     deadline_at: Option<Millis>,
+}
+
+#[derive(sqlx::FromRow)]
+struct PendingRowVia {
+    #[sqlx(flatten)]
+    row: PendingRow,
+    via: String,
 }
 
 /// Whether `principal` may decide an interrupt of `kind` with these stored rules.
@@ -145,56 +151,117 @@ impl Engine {
 
     /// The pending interrupts of the principal's tenant that `principal` may
     /// decide, filtered, sorted and cut into pages of [`INBOX_PAGE_SIZE`].
+    ///
+    /// Eligibility is decided once per group of interrupts that share a kind,
+    /// stored rules and workflow, and whether this person started the run
+    /// (the only thing about the owner the rules look at, see
+    /// [`ApprovalRules::eligibility`]); SQLite then counts, sorts and cuts the
+    /// page over the groups that admit the person, so only one page of rows
+    /// leaves the database however many are pending.
     pub async fn pending_for(&self, principal: &Principal, filter: &InboxFilter) -> Result<InboxPage> {
         let now = self.now();
-        let order = match filter.sort {
-            InboxSort::Newest => "created_at DESC, interrupt_id",
-            InboxSort::Oldest => "created_at ASC, interrupt_id",
-            InboxSort::Deadline => "deadline_at IS NULL, deadline_at ASC, created_at ASC",
-        };
-        let rows: Vec<PendingRow> = sqlx::query_as(&format!(
-            "SELECT interrupt_id, run_id, node_id, kind, title, workflow_id, eligibility, owner_subject, created_at, deadline_at \
-             FROM interrupts WHERE status = 'pending' AND run_id LIKE ? || '/%' ORDER BY {order}"
-        ))
-        .bind(&principal.tenant)
-        .fetch_all(&self.inner.store.read)
-        .await?;
         // Membership as it is now, the same entry the resolve path reads.
         let principal = self
             .principal(&principal.id)
             .await?
             .unwrap_or_else(|| principal.clone());
+        // Runs of the tenant: ids from "tenant/" up to (not including) "tenant0".
+        let (from, to) = (format!("{}/", principal.tenant), format!("{}0", principal.tenant));
+        let groups: Vec<(String, String, String, bool, String, i64)> = sqlx::query_as(
+            "SELECT kind, eligibility, workflow_id, owner_subject = ? AS mine, MIN(owner_subject), COUNT(*) \
+             FROM interrupts INDEXED BY interrupts_inbox WHERE status = 'pending' AND run_id >= ? AND run_id < ? \
+             GROUP BY kind, eligibility, workflow_id, mine",
+        )
+        .bind(&principal.id)
+        .bind(&from)
+        .bind(&to)
+        .fetch_all(&self.inner.store.read)
+        .await?;
         let mut workflows = Vec::new();
         let mut kinds = Vec::new();
-        let mut matching = Vec::new();
-        for row in rows {
-            let Ok(via) = eligible(&row.kind, &row.eligibility, &row.owner_subject, &principal) else {
+        // (kind, eligibility, workflow, mine, via) of the groups that admit this person and match the filter.
+        let mut admitted = Vec::new();
+        let mut total = 0usize;
+        for (kind, rules, workflow_id, mine, owner, count) in groups {
+            let Ok(via) = eligible(&kind, &rules, &owner, &principal) else {
                 continue;
             };
-            if !workflows.contains(&row.workflow_id) {
-                workflows.push(row.workflow_id.clone());
+            if !workflows.contains(&workflow_id) {
+                workflows.push(workflow_id.clone());
             }
-            if !kinds.contains(&row.kind) {
-                kinds.push(row.kind.clone());
+            if !kinds.contains(&kind) {
+                kinds.push(kind.clone());
             }
-            if filter.kind.as_ref().is_some_and(|k| *k != row.kind)
-                || filter.workflow_id.as_ref().is_some_and(|w| *w != row.workflow_id)
-                || (filter.overdue && row.deadline_at.is_none_or(|d| d > now))
+            if filter.kind.as_ref().is_some_and(|k| *k != kind)
+                || filter.workflow_id.as_ref().is_some_and(|w| *w != workflow_id)
             {
                 continue;
             }
-            matching.push((row, via));
+            total += count as usize;
+            admitted.push((kind, rules, workflow_id, mine, via));
         }
         workflows.sort();
         kinds.sort();
-        let total = matching.len();
+
+        let mut rows: Vec<(PendingRow, String)> = Vec::new();
+        if !admitted.is_empty() {
+            let values = vec!["(?, ?, ?, ?, ?)"; admitted.len()].join(", ");
+            let overdue = if filter.overdue {
+                " AND i.deadline_at <= ?"
+            } else {
+                ""
+            };
+            let order = match filter.sort {
+                InboxSort::Newest => "i.created_at DESC, i.interrupt_id",
+                InboxSort::Oldest => "i.created_at ASC, i.interrupt_id",
+                InboxSort::Deadline => {
+                    "i.deadline_at IS NULL, i.deadline_at ASC, i.created_at ASC, i.interrupt_id"
+                }
+            };
+            // CROSS JOIN keeps `interrupts` the outer loop: the newest/oldest
+            // page walks the covering index (migration 0005) in created_at
+            // order and stops after the page.
+            let from_where = format!(
+                "FROM interrupts i INDEXED BY interrupts_inbox CROSS JOIN ok ON i.kind = ok.kind AND i.eligibility = ok.eligibility \
+                 AND i.workflow_id = ok.workflow_id AND (i.owner_subject = ?) = ok.mine \
+                 WHERE i.status = 'pending' AND i.run_id >= ? AND i.run_id < ?{overdue}"
+            );
+            let with = format!("WITH ok(kind, eligibility, workflow_id, mine, via) AS (VALUES {values}) ");
+            if filter.overdue {
+                let sql = format!("{with}SELECT COUNT(*) {from_where}");
+                let mut q = sqlx::query_scalar::<_, i64>(&sql);
+                for (k, e, w, m, v) in &admitted {
+                    q = q.bind(k).bind(e).bind(w).bind(m).bind(v);
+                }
+                q = q.bind(&principal.id).bind(&from).bind(&to).bind(now);
+                total = q.fetch_one(&self.inner.store.read).await? as usize;
+            }
+            let page = filter.page.clamp(1, total.div_ceil(INBOX_PAGE_SIZE).max(1));
+            let sql = format!(
+                "{with}SELECT i.interrupt_id, i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.eligibility, \
+                 i.created_at, i.deadline_at, ok.via {from_where} ORDER BY {order} LIMIT ? OFFSET ?"
+            );
+            let mut q = sqlx::query_as::<_, PendingRowVia>(&sql);
+            for (k, e, w, m, v) in &admitted {
+                q = q.bind(k).bind(e).bind(w).bind(m).bind(v);
+            }
+            q = q.bind(&principal.id).bind(&from).bind(&to);
+            if filter.overdue {
+                q = q.bind(now);
+            }
+            q = q
+                .bind(INBOX_PAGE_SIZE as i64)
+                .bind(((page - 1) * INBOX_PAGE_SIZE) as i64);
+            rows = q
+                .fetch_all(&self.inner.store.read)
+                .await?
+                .into_iter()
+                .map(|r| (r.row, r.via))
+                .collect();
+        }
         let pages = total.div_ceil(INBOX_PAGE_SIZE).max(1);
         let page = filter.page.clamp(1, pages);
-        let slice: Vec<(PendingRow, String)> = matching
-            .into_iter()
-            .skip((page - 1) * INBOX_PAGE_SIZE)
-            .take(INBOX_PAGE_SIZE)
-            .collect();
+        let slice = rows;
 
         // Votes of the page's approvals, in one query.
         let approval_ids: Vec<&str> = slice
@@ -258,6 +325,32 @@ impl Engine {
             workflows,
             kinds,
         })
+    }
+
+    /// Whether a committed change to `run_id` (a notice of [`Engine::subscribe`])
+    /// can change `principal`'s inbox: the run is in their tenant and has an
+    /// interrupt, pending or past, that they may decide by the same rules as
+    /// [`Engine::pending_for`]. A past one counts because resolving or
+    /// cancelling it takes it out of the inbox.
+    pub async fn inbox_concerns(&self, principal: &Principal, run_id: &str) -> Result<bool> {
+        if crate::ids::tenant_of(run_id) != principal.tenant {
+            return Ok(false);
+        }
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT kind, eligibility, owner_subject FROM interrupts WHERE run_id = ?")
+                .bind(run_id)
+                .fetch_all(&self.inner.store.read)
+                .await?;
+        if rows.is_empty() {
+            return Ok(false);
+        }
+        let principal = self
+            .principal(&principal.id)
+            .await?
+            .unwrap_or_else(|| principal.clone());
+        Ok(rows
+            .iter()
+            .any(|(kind, rules, owner)| eligible(kind, rules, owner, &principal).is_ok()))
     }
 
     /// Whether `actor` may decide the latest interrupt at `node_id`: the ref

@@ -1,0 +1,131 @@
+//! The console's inbox query (`Engine::pending_for`) for a person with 10,000
+//! pending approvals (page size 50): first page newest first, a deep page,
+//! deadline order, and a filter that matches nothing. Also the live inbox's
+//! per-change relevance check (`Engine::inbox_concerns`).
+//!
+//! cargo bench -p tollgate --bench inbox          (INBOX_PENDING=N to change 10,000)
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde_json::json;
+use std::time::{Duration, Instant};
+use tollgate::engine::inbox::{InboxFilter, InboxSort};
+use tollgate::{Actor, CreateRun, Engine, EngineOptions, Lane, Principal};
+
+fn person(id: &str, groups: &[&str]) -> Principal {
+    Principal {
+        id: id.into(),
+        tenant: "bench".into(),
+        name: id.into(),
+        email: None,
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+        roles: vec![],
+        is_override: false,
+    }
+}
+
+fn inbox(c: &mut Criterion) {
+    let pending: usize = std::env::var("INBOX_PENDING")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("inbox.db").display());
+    let (engine, ann, last_run) = rt.block_on(async {
+        let mut options = EngineOptions::new(url);
+        // Only the setup writes; the measured reads do not depend on it.
+        options.durability = tollgate::Durability::Relaxed;
+        let engine = Engine::open(options).await.unwrap();
+        let owner = person("owner", &[]);
+        let ann = person("ann", &["finance"]);
+        engine.upsert_principal(owner.clone()).await.unwrap();
+        engine.upsert_principal(ann.clone()).await.unwrap();
+        for (id, group) in [("inbox-finance", "finance"), ("inbox-legal", "legal")] {
+            engine
+                .register_workflow(
+                    json!({"id": id, "nodes": [{"id": "gate", "typeId": "core.approvalGate",
+                    "config": {"title": format!("Approve {id}"), "actions": ["accept", "reject"],
+                               "approverGroupRefs": [group], "requiredApprovals": 1,
+                               "timeoutMs": 86_400_000_i64}}]}),
+                )
+                .await
+                .unwrap();
+        }
+        let actor = Actor {
+            principal: owner,
+            lane: Lane::ApiKey,
+        };
+        let t = Instant::now();
+        let mut last = String::new();
+        // ann may decide `pending` of them; as many again are someone else's.
+        for i in 0..pending * 2 {
+            let req = CreateRun {
+                workflow_id: if i % 2 == 0 {
+                    "inbox-finance"
+                } else {
+                    "inbox-legal"
+                }
+                .into(),
+                ..Default::default()
+            };
+            let run = engine
+                .create_run(req, &actor, None)
+                .await
+                .unwrap()
+                .result
+                .unwrap();
+            last = run.run_id;
+        }
+        eprintln!("setup: {} runs in {:.1?}", pending * 2, t.elapsed());
+        (engine, ann, last)
+    });
+    let first = rt
+        .block_on(engine.pending_for(&ann, &InboxFilter::default()))
+        .unwrap();
+    assert_eq!(first.total, pending);
+    assert_eq!(first.items.len(), 50.min(pending));
+
+    let mut g = c.benchmark_group(format!("inbox_{pending}"));
+    g.sample_size(20).measurement_time(Duration::from_secs(8));
+    let cases = [
+        ("page1_newest", InboxFilter::default()),
+        (
+            "page100_oldest",
+            InboxFilter {
+                sort: InboxSort::Oldest,
+                page: 100,
+                ..Default::default()
+            },
+        ),
+        (
+            "page1_deadline",
+            InboxFilter {
+                sort: InboxSort::Deadline,
+                ..Default::default()
+            },
+        ),
+        (
+            "filter_no_match",
+            InboxFilter {
+                workflow_id: Some("inbox-legal".into()),
+                ..Default::default()
+            },
+        ),
+    ];
+    for (name, filter) in cases {
+        g.bench_function(name, |b| {
+            b.iter(|| rt.block_on(engine.pending_for(&ann, &filter)).unwrap())
+        });
+    }
+    g.bench_function("inbox_concerns", |b| {
+        b.iter(|| rt.block_on(engine.inbox_concerns(&ann, &last_run)).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, inbox);
+criterion_main!(benches);

@@ -1,0 +1,129 @@
+//! `GET /inbox/stream`: the live inbox. A server-sent event stream for the
+//! signed-in person (session cookie; 401 without one) that sends
+//! `event: inbox` whenever a committed change may have changed their inbox.
+//! The engine decides which changes concern whom
+//! ([`tollgate::Engine::inbox_concerns`]); the event carries no content, only
+//! how many changes it stands for, and the page fetches its inbox again.
+//!
+//! `?since=<n>`: the engine's change count the page was drawn at
+//! ([`tollgate::Engine::change_count`]); when changes happened since, the
+//! stream starts with an event, so nothing between drawing the page and
+//! opening the stream is missed.
+
+use crate::state::AppState;
+use axum::extract::{Query, Request, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream;
+use serde::Deserialize;
+use std::convert::Infallible;
+use std::sync::LazyLock;
+use std::time::Duration;
+use tokio::sync::{broadcast, watch};
+use tollgate::{Engine, Principal};
+use tollgate_app::api::SignedIn;
+
+/// Keep-alive comments this often (proxies close idle connections).
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Changes arriving this soon after one that concerns the person are sent
+/// as one event (a burst of runs causes one refetch, not one per run).
+pub const COALESCE: Duration = Duration::from_millis(150);
+
+/// Set when the server shuts down: open streams end, so a graceful shutdown
+/// does not wait for browser tabs.
+static CLOSING: LazyLock<watch::Sender<bool>> = LazyLock::new(|| watch::channel(false).0);
+
+/// Ends every open inbox stream.
+pub fn close_streams() {
+    CLOSING.send_replace(true);
+}
+
+#[derive(Deserialize)]
+pub struct StreamQuery {
+    since: Option<u64>,
+}
+
+pub async fn inbox_stream(
+    State(state): State<AppState>,
+    Query(q): Query<StreamQuery>,
+    req: Request,
+) -> Response {
+    let Some(SignedIn(principal)) = req.extensions().get::<SignedIn>().cloned() else {
+        return (StatusCode::UNAUTHORIZED, "sign in to follow the inbox").into_response();
+    };
+    // Subscribe before comparing the count: a change is either counted
+    // already or arrives on the receiver.
+    let notices = state.engine.subscribe();
+    let missed = q.since.is_some_and(|n| state.engine.change_count() > n);
+    let follow = Follow {
+        engine: state.engine.clone(),
+        principal,
+        notices,
+        closing: CLOSING.subscribe(),
+        missed,
+    };
+    let mut res = Sse::new(stream::unfold(follow, next_event))
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response();
+    res.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    res
+}
+
+struct Follow {
+    engine: Engine,
+    principal: Principal,
+    notices: broadcast::Receiver<String>,
+    closing: watch::Receiver<bool>,
+    missed: bool,
+}
+
+fn inbox_event(changes: usize) -> Result<Event, Infallible> {
+    Ok(Event::default()
+        .event("inbox")
+        .data(format!("{{\"changes\":{changes}}}")))
+}
+
+async fn next_event(mut f: Follow) -> Option<(Result<Event, Infallible>, Follow)> {
+    if *f.closing.borrow() {
+        return None;
+    }
+    if f.missed {
+        f.missed = false;
+        return Some((inbox_event(1), f));
+    }
+    // Wait for a change that concerns this person.
+    loop {
+        let notice = tokio::select! {
+            n = f.notices.recv() => n,
+            _ = f.closing.changed() => return None,
+        };
+        match notice {
+            Ok(run_id) => match f.engine.inbox_concerns(&f.principal, &run_id).await {
+                Ok(true) => break,
+                Ok(false) => continue,
+                Err(e) => {
+                    tracing::warn!(error = %e, "inbox stream: relevance check failed; sending a refresh");
+                    break;
+                }
+            },
+            // Missed notices: the person's inbox may have changed.
+            Err(broadcast::error::RecvError::Lagged(_)) => break,
+            Err(broadcast::error::RecvError::Closed) => return None,
+        }
+    }
+    // Coalesce what follows closely (no relevance check needed: one event is sent anyway).
+    let mut changes = 1;
+    let until = tokio::time::Instant::now() + COALESCE;
+    while let Ok(r) = tokio::time::timeout_at(until, f.notices.recv()).await {
+        match r {
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => changes += 1,
+            Err(broadcast::error::RecvError::Closed) => break,
+        }
+    }
+    Some((inbox_event(changes), f))
+}
