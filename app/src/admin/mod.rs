@@ -205,14 +205,14 @@ fn overview_view(d: OverviewData) -> AnyView {
             </ul>
         </section>
         <section class=CARD aria-labelledby="pending-heading">
-            <h2 id="pending-heading" class="text-lg font-semibold">"Pending interrupts, overdue first"</h2>
+            <h2 id="pending-heading" class="text-lg font-semibold">"Most urgent pending interrupts, overdue first"</h2>
             {if o.pending.is_empty() {
                 view! { <p class="mt-3 text-slate-600">"Nothing is pending."</p> }.into_any()
             } else {
                 view! {
                     <div class="mt-3 overflow-x-auto">
                         <table id="pending" class=TABLE>
-                            <caption class="sr-only">"Pending interrupts, overdue first"</caption>
+                            <caption class="sr-only">"Most urgent pending interrupts, overdue first"</caption>
                             {thead(&["Request", "Kind", "Workflow", "Age", "Deadline", "Votes"])}
                             <tbody class="divide-y divide-slate-100">
                                 {o.pending.iter().zip(d.run_links).map(|(p, href)| view! {
