@@ -342,7 +342,18 @@ type PrincipalTuple = (
     Option<String>,
 );
 type ApiKeyTuple = (String, String, String, Option<String>, Millis, Option<Millis>);
-type TokenKeyTuple = (String, String, Millis, Option<Millis>, Option<Millis>);
+type TokenKeyTuple = (String, String, String, Millis, Option<Millis>, Option<Millis>);
+
+/// A token key row with its derived state.
+struct StoredTokenKey {
+    kid: String,
+    secret: String,
+    source: String,
+    created_at: Millis,
+    activated_at: Option<Millis>,
+    retired_at: Option<Millis>,
+    state: TokenKeyState,
+}
 type RunTuple = (
     String,
     String,
@@ -964,18 +975,26 @@ impl Engine {
         // Ring order: the signing key last (see `KeyRing::signing_key`).
         let mut ring: Vec<(TokenKeyState, Millis, SigningKey)> = rows
             .into_iter()
-            .map(|(kid, secret, state, activated)| {
-                let signs = matches!(state, TokenKeyState::Signing | TokenKeyState::Verifying);
-                (
-                    state,
-                    activated.unwrap_or(0),
-                    SigningKey {
-                        kid,
-                        secret,
-                        retired: !signs,
-                    },
-                )
-            })
+            .map(
+                |StoredTokenKey {
+                     kid,
+                     secret,
+                     state,
+                     activated_at: activated,
+                     ..
+                 }| {
+                    let signs = matches!(state, TokenKeyState::Signing | TokenKeyState::Verifying);
+                    (
+                        state,
+                        activated.unwrap_or(0),
+                        SigningKey {
+                            kid,
+                            secret,
+                            retired: !signs,
+                        },
+                    )
+                },
+            )
             .collect();
         ring.sort_by_key(|(_, at, k)| (!k.retired, *at));
         *self.inner.tokens.write().expect("lock") =
@@ -983,54 +1002,56 @@ impl Engine {
         Ok(())
     }
 
-    async fn token_key_rows(&self) -> Result<Vec<(String, String, TokenKeyState, Option<Millis>)>> {
-        let rows: Vec<(String, String, Option<Millis>, Option<Millis>)> = sqlx::query_as(
-            "SELECT kid, secret, activated_at, retired_at FROM token_keys ORDER BY activated_at, created_at, kid",
+    /// Every stored key with its state, read once.
+    async fn token_key_rows(&self) -> Result<Vec<StoredTokenKey>> {
+        let rows: Vec<TokenKeyTuple> = sqlx::query_as(
+            "SELECT kid, secret, source, created_at, activated_at, retired_at FROM token_keys",
         )
         .fetch_all(&self.inner.store.read)
         .await?;
         let signing = rows
             .iter()
-            .filter(|(_, _, a, r)| a.is_some() && r.is_none())
-            .max_by_key(|(_, _, a, _)| *a)
+            .filter(|(.., a, r)| a.is_some() && r.is_none())
+            .max_by_key(|(.., a, _)| *a)
             .map(|(kid, ..)| kid.clone());
         Ok(rows
             .into_iter()
-            .map(|(kid, secret, activated, retired)| {
-                let state = if retired.is_some() {
+            .map(|(kid, secret, source, created_at, activated_at, retired_at)| {
+                let state = if retired_at.is_some() {
                     TokenKeyState::Retired
                 } else if signing.as_deref() == Some(kid.as_str()) {
                     TokenKeyState::Signing
-                } else if activated.is_some() {
+                } else if activated_at.is_some() {
                     TokenKeyState::Verifying
                 } else {
                     TokenKeyState::New
                 };
-                (kid, secret, state, activated)
+                StoredTokenKey {
+                    kid,
+                    secret,
+                    source,
+                    created_at,
+                    activated_at,
+                    retired_at,
+                    state,
+                }
             })
             .collect())
     }
 
-    /// The signing keys, without their secrets.
+    /// The signing keys, without their secrets, newest first.
     pub async fn token_keys(&self) -> Result<Vec<TokenKeyRow>> {
-        let states = self.token_key_rows().await?;
-        let rows: Vec<TokenKeyTuple> = sqlx::query_as(
-            "SELECT kid, source, created_at, activated_at, retired_at FROM token_keys ORDER BY created_at DESC, kid",
-        )
-        .fetch_all(&self.inner.store.read)
-        .await?;
+        let mut rows = self.token_key_rows().await?;
+        rows.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| a.kid.cmp(&b.kid)));
         Ok(rows
             .into_iter()
-            .map(|(kid, source, created, activated, retired)| TokenKeyRow {
-                state: states
-                    .iter()
-                    .find(|(k, ..)| *k == kid)
-                    .map_or(TokenKeyState::Retired, |(_, _, s, _)| *s),
-                kid,
-                source,
-                created_at: rfc3339(created),
-                activated_at: opt_time(activated),
-                retired_at: opt_time(retired),
+            .map(|k| TokenKeyRow {
+                kid: k.kid,
+                state: k.state,
+                source: k.source,
+                created_at: rfc3339(k.created_at),
+                activated_at: opt_time(k.activated_at),
+                retired_at: opt_time(k.retired_at),
             })
             .collect())
     }
