@@ -9,17 +9,17 @@ use crate::error::{EngineError, Result};
 use crate::events::{EventRow, RunEvent, EVENT_LOG_SCHEMA_VERSION};
 use crate::ids;
 use crate::runtime::{
-    self, decide, latest_interrupt, load_run, load_run_for_update, timeout_resolution, Decision, Exec,
-    InterruptRow, NewRun, RunRow, INTERRUPT_COLUMNS,
+    self, decide, latest_interrupt, latest_interrupt_for_update, load_run, load_run_for_update,
+    pending_interrupt_for_update, timeout_resolution, Decision, Exec, InterruptRow, NewRun, RunRow,
+    INTERRUPT_COLUMNS,
 };
-use crate::store::{Durability, Store};
+use crate::store::{Durability, Store, WriteConn};
 use crate::token::{Claims, Intent, KeyRing, SigningKey};
-use futures_util::future::BoxFuture;
+use rusqlite::OptionalExtension;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use sqlx::SqliteConnection;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
@@ -317,16 +317,16 @@ impl Engine {
         self.inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    sqlx::query("INSERT OR IGNORE INTO workflow_versions (digest, workflow_id, definition, registered_at) VALUES (?, ?, ?, ?)")
-                        .bind(&d).bind(&id).bind(&text).bind(now)
-                        .execute(&mut *conn).await?;
-                    sqlx::query("INSERT INTO workflows (id, digest, version, name, registered_at) VALUES (?, ?, ?, ?, ?) \
-                                 ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, version = excluded.version, name = excluded.name, registered_at = excluded.registered_at")
-                        .bind(&id).bind(&d).bind(&version).bind(&name).bind(now)
-                        .execute(&mut *conn).await?;
-                    Ok(())
-                })
+                conn.execute(
+                    "INSERT OR IGNORE INTO workflow_versions (digest, workflow_id, definition, registered_at) VALUES (?, ?, ?, ?)",
+                    rusqlite::params![d, id, text, now],
+                )?;
+                conn.execute(
+                    "INSERT INTO workflows (id, digest, version, name, registered_at) VALUES (?, ?, ?, ?, ?) \
+                     ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, version = excluded.version, name = excluded.name, registered_at = excluded.registered_at",
+                    rusqlite::params![id, d, version, name, now],
+                )?;
+                Ok(())
             })
             .await?;
         self.inner
@@ -382,14 +382,16 @@ impl Engine {
         Some((digest, wf))
     }
 
-    async fn workflow_version(&self, digest: &str) -> Result<SharedWorkflow> {
+    /// The compiled definition a run was started with (cached; read on the writer when not).
+    fn workflow_version(&self, conn: &WriteConn, digest: &str) -> Result<SharedWorkflow> {
         if let Some(wf) = self.inner.compiled.read().expect("lock").get(digest) {
             return Ok(wf.clone());
         }
-        let text: String = sqlx::query_scalar("SELECT definition FROM workflow_versions WHERE digest = ?")
-            .bind(digest)
-            .fetch_one(&self.inner.store.read)
-            .await?;
+        let text: String = conn.query_row(
+            "SELECT definition FROM workflow_versions WHERE digest = ?",
+            [digest],
+            |r| r.get(0),
+        )?;
         let wf = Arc::new(definition::compile(serde_json::from_str(&text)?)?);
         self.inner
             .compiled
@@ -435,14 +437,20 @@ impl Engine {
         let result = self.inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    sqlx::query("INSERT INTO principals (id, tenant, name, email, groups, roles, is_override) VALUES (?, ?, ?, ?, ?, ?, ?) \
-                                 ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, name = excluded.name, email = excluded.email, groups = excluded.groups, roles = excluded.roles, is_override = excluded.is_override")
-                        .bind(&p.id).bind(&p.tenant).bind(&p.name).bind(&p.email)
-                        .bind(serde_json::to_string(&p.groups)?).bind(serde_json::to_string(&p.roles)?).bind(p.is_override as i64)
-                        .execute(&mut *conn).await?;
-                    Ok(())
-                })
+                conn.execute(
+                    "INSERT INTO principals (id, tenant, name, email, groups, roles, is_override) VALUES (?, ?, ?, ?, ?, ?, ?) \
+                     ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, name = excluded.name, email = excluded.email, groups = excluded.groups, roles = excluded.roles, is_override = excluded.is_override",
+                    rusqlite::params![
+                        p.id,
+                        p.tenant,
+                        p.name,
+                        p.email,
+                        serde_json::to_string(&p.groups)?,
+                        serde_json::to_string(&p.roles)?,
+                        p.is_override as i64
+                    ],
+                )?;
+                Ok(())
             })
             .await;
         // Drop anything cached while the write was in flight.
@@ -505,13 +513,12 @@ impl Engine {
         self.inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    sqlx::query("INSERT INTO api_keys (key_hash, principal, scopes, label, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL) \
-                                 ON CONFLICT (key_hash) DO UPDATE SET principal = excluded.principal, scopes = excluded.scopes, label = excluded.label")
-                        .bind(&h).bind(&p).bind(&scope_text).bind(&label).bind(now)
-                        .execute(&mut *conn).await?;
-                    Ok(())
-                })
+                conn.execute(
+                    "INSERT INTO api_keys (key_hash, principal, scopes, label, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL) \
+                     ON CONFLICT (key_hash) DO UPDATE SET principal = excluded.principal, scopes = excluded.scopes, label = excluded.label",
+                    rusqlite::params![h, p, scope_text, label, now],
+                )?;
+                Ok(())
             })
             .await?;
         self.forget_api_key(&hash);
@@ -633,16 +640,13 @@ impl Engine {
             .inner
             .store
             .write(move |conn| {
-                Box::pin(run_idempotent(conn, tenant, idem, move |conn| {
-                    Box::pin(async move {
-                        let exec = Exec::start(conn, &wf, new, now).await?;
-                        let run = exec.finish().await?;
-                        Ok(RunCreated {
-                            run_id: run.run_id,
-                            status: run.status,
-                        })
+                run_idempotent(conn, &tenant, idem, |conn| {
+                    let run = Exec::start(conn, &wf, new, now)?.finish()?;
+                    Ok(RunCreated {
+                        run_id: run.run_id,
+                        status: run.status,
                     })
-                }))
+                })
             })
             .await?;
         if !outcome.replayed {
@@ -689,24 +693,21 @@ impl Engine {
             .inner
             .store
             .write(move |conn| {
-                Box::pin(run_idempotent(conn, tenant, idem, move |conn| {
-                    Box::pin(async move {
-                        let run = load_run_for_update(conn, &rid)
-                            .await?
-                            .ok_or_else(|| EngineError::NotFound(format!("no run {rid}")))?;
-                        if run.is_terminal() {
-                            return Err(EngineError::RunTerminal(run.status));
-                        }
-                        let wf = this.workflow_version(&run.workflow_digest).await?;
-                        let mut exec = Exec::load(conn, &wf, run, now).await?;
-                        exec.cancel(reason, Some(by)).await?;
-                        let run = exec.finish().await?;
-                        Ok(RunCreated {
-                            run_id: run.run_id,
-                            status: run.status,
-                        })
+                run_idempotent(conn, &tenant, idem, |conn| {
+                    let run = load_run_for_update(conn, &rid)?
+                        .ok_or_else(|| EngineError::NotFound(format!("no run {rid}")))?;
+                    if run.is_terminal() {
+                        return Err(EngineError::RunTerminal(run.status));
+                    }
+                    let wf = this.workflow_version(conn, &run.workflow_digest)?;
+                    let mut exec = Exec::load(conn, &wf, run, now)?;
+                    exec.cancel(reason, Some(by))?;
+                    let run = exec.finish()?;
+                    Ok(RunCreated {
+                        run_id: run.run_id,
+                        status: run.status,
                     })
-                }))
+                })
             })
             .await?;
         self.notify(run_id);
@@ -732,17 +733,19 @@ impl Engine {
             actor.tenant().to_string(),
             actor.clone(),
         );
+        // Membership as it is now: the directory cache is kept current by every directory write.
+        let principal = self
+            .principal(&actor.principal.id)
+            .await?
+            .unwrap_or_else(|| actor.principal.clone());
         let now = self.now();
         let outcome = self
             .inner
             .store
             .write(move |conn| {
-                Box::pin(run_idempotent(conn, tenant, idem, move |conn| {
-                    Box::pin(async move {
-                        this.apply_resolve(conn, &rid, &nid, resume_value, &actor, now)
-                            .await
-                    })
-                }))
+                run_idempotent(conn, &tenant, idem, |conn| {
+                    this.apply_resolve(conn, &rid, &nid, resume_value, &actor, &principal, now)
+                })
             })
             .await?;
         if outcome.result.is_ok() && !outcome.replayed {
@@ -751,19 +754,20 @@ impl Engine {
         Ok(outcome)
     }
 
-    async fn apply_resolve(
+    #[allow(clippy::too_many_arguments)] // one command's inputs, passed once
+    fn apply_resolve(
         &self,
-        conn: &mut SqliteConnection,
+        conn: &WriteConn,
         run_id: &str,
         node_id: &str,
         resume_value: Value,
         actor: &Actor,
+        principal: &Principal,
         now: Millis,
     ) -> Result<Resolved> {
-        let run = load_run_for_update(conn, run_id)
-            .await?
+        let run = load_run_for_update(conn, run_id)?
             .ok_or_else(|| EngineError::NotFound(format!("no run {run_id}")))?;
-        let interrupt = latest_interrupt(conn, run_id, node_id).await?.ok_or_else(|| {
+        let interrupt = latest_interrupt_for_update(conn, run_id, node_id)?.ok_or_else(|| {
             EngineError::NotFound(format!("no interrupt on node \"{node_id}\" in run {run_id}"))
         })?;
         if interrupt.status != "pending" || run.is_terminal() {
@@ -777,14 +781,9 @@ impl Engine {
                 run.status
             )));
         }
-        // Membership as it is now: the directory cache is kept current by every directory write.
-        let principal = self
-            .principal(&actor.principal.id)
-            .await?
-            .unwrap_or_else(|| actor.principal.clone());
-        match decide(&run, &interrupt, &resume_value, actor, &principal, now)? {
+        match decide(&run, &interrupt, &resume_value, actor, principal, now)? {
             Decision::Recorded(writes) => {
-                writes.execute(conn).await?;
+                writes.execute(conn)?;
                 Ok(Resolved {
                     run_id: run.run_id,
                     node_id: node_id.to_string(),
@@ -797,12 +796,11 @@ impl Engine {
                 failure,
                 writes,
             } => {
-                let wf = self.workflow_version(&run.workflow_digest).await?;
-                let mut exec = Exec::load(conn, &wf, run, now).await?;
+                let wf = self.workflow_version(conn, &run.workflow_digest)?;
+                let mut exec = Exec::load(conn, &wf, run, now)?;
                 exec.prepend_writes(writes);
-                exec.resolve(&interrupt, resolved, Some(resume_value), failure)
-                    .await?;
-                let run = exec.finish().await?;
+                exec.resolve(&interrupt, resolved, Some(resume_value), failure)?;
+                let run = exec.finish()?;
                 Ok(Resolved {
                     run_id: run.run_id,
                     node_id: node_id.to_string(),
@@ -838,9 +836,7 @@ impl Engine {
                 let r = this
                     .inner
                     .store
-                    .write(move |conn| {
-                        Box::pin(async move { t.apply_timeout(conn, &interrupt_id, now).await })
-                    })
+                    .write(move |conn| t.apply_timeout(conn, &interrupt_id, now))
                     .await;
                 (rid, r)
             }));
@@ -853,9 +849,7 @@ impl Engine {
                 let r = this
                     .inner
                     .store
-                    .write(move |conn| {
-                        Box::pin(async move { t.apply_delay(conn, &run_id, &node_id, now).await })
-                    })
+                    .write(move |conn| t.apply_delay(conn, &run_id, &node_id, now))
                     .await;
                 (rid, r)
             }));
@@ -874,36 +868,25 @@ impl Engine {
         Ok(fired)
     }
 
-    async fn apply_timeout(
-        &self,
-        conn: &mut SqliteConnection,
-        interrupt_id: &str,
-        now: Millis,
-    ) -> Result<bool> {
-        let interrupt = sqlx::query_as::<_, InterruptRow>(&format!(
-            "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ? AND status = 'pending'"
-        ))
-        .bind(interrupt_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-        let Some(interrupt) = interrupt else {
+    fn apply_timeout(&self, conn: &WriteConn, interrupt_id: &str, now: Millis) -> Result<bool> {
+        let Some(interrupt) = pending_interrupt_for_update(conn, interrupt_id)? else {
             return Ok(false);
         };
         if interrupt.deadline_at.is_none_or(|d| d > now) {
             return Ok(false);
         }
-        let Some(run) = load_run_for_update(conn, &interrupt.run_id).await? else {
+        let Some(run) = load_run_for_update(conn, &interrupt.run_id)? else {
             return Ok(false);
         };
         if run.is_terminal() {
             return Ok(false);
         }
-        let wf = self.workflow_version(&run.workflow_digest).await?;
+        let wf = self.workflow_version(conn, &run.workflow_digest)?;
         let (resolved, failure) = timeout_resolution(&interrupt);
         let tenant = run.tenant.clone();
-        let mut exec = Exec::load(conn, &wf, run, now).await?;
-        exec.resolve(&interrupt, resolved, None, Some(failure)).await?;
-        exec.finish().await?;
+        let mut exec = Exec::load(conn, &wf, run, now)?;
+        exec.resolve(&interrupt, resolved, None, Some(failure))?;
+        exec.finish()?;
         // `onTimeout: escalate` notifies the gate's people; it never extends or grants.
         let rules = interrupt.approval_rules();
         if rules
@@ -911,42 +894,36 @@ impl Engine {
             .is_some_and(|r| r.on_timeout == crate::approval::OnTimeout::Escalate)
         {
             let audience = interrupt.payload_json()["data"].get("audience").cloned();
-            let directory = crate::runtime::load_directory(conn, &tenant).await?;
+            let directory = crate::runtime::load_directory(conn, &tenant)?;
+            let mut insert = conn.prepare_cached("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'escalation', ?, ?, ?, ?, ?, 'pending', ?, ?)")?;
             for p in crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory) {
-                sqlx::query("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'escalation', ?, ?, ?, ?, ?, 'pending', ?, ?)")
-                    .bind(&interrupt.run_id)
-                    .bind(&interrupt.node_id)
-                    .bind(&interrupt.interrupt_id)
-                    .bind(&p.id)
-                    .bind(&p.email)
-                    .bind(now)
-                    .bind(now)
-                    .execute(&mut *conn)
-                    .await?;
+                insert.execute(rusqlite::params![
+                    interrupt.run_id,
+                    interrupt.node_id,
+                    interrupt.interrupt_id,
+                    p.id,
+                    p.email,
+                    now,
+                    now
+                ])?;
             }
         }
         Ok(true)
     }
 
-    async fn apply_delay(
-        &self,
-        conn: &mut SqliteConnection,
-        run_id: &str,
-        node_id: &str,
-        now: Millis,
-    ) -> Result<bool> {
-        let Some(run) = load_run_for_update(conn, run_id).await? else {
+    fn apply_delay(&self, conn: &WriteConn, run_id: &str, node_id: &str, now: Millis) -> Result<bool> {
+        let Some(run) = load_run_for_update(conn, run_id)? else {
             return Ok(false);
         };
         if run.is_terminal() {
             return Ok(false);
         }
-        let wf = self.workflow_version(&run.workflow_digest).await?;
-        let mut exec = Exec::load(conn, &wf, run, now).await?;
-        if !exec.finish_delay(node_id).await? {
+        let wf = self.workflow_version(conn, &run.workflow_digest)?;
+        let mut exec = Exec::load(conn, &wf, run, now)?;
+        if !exec.finish_delay(node_id)? {
             return Ok(false);
         }
-        exec.finish().await?;
+        exec.finish()?;
         Ok(true)
     }
 
@@ -1106,14 +1083,11 @@ impl Engine {
         self.inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    sqlx::query("INSERT OR IGNORE INTO revoked_tokens (jti, revoked_at) VALUES (?, ?)")
-                        .bind(&claims.j)
-                        .bind(now)
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(())
-                })
+                conn.execute(
+                    "INSERT OR IGNORE INTO revoked_tokens (jti, revoked_at) VALUES (?, ?)",
+                    rusqlite::params![claims.j, now],
+                )?;
+                Ok(())
             })
             .await
     }
@@ -1329,69 +1303,59 @@ impl Engine {
 
 /// Runs `op` under an optional Idempotency-Key: a stored outcome for the same
 /// key and body is replayed; the same key with another body is refused.
-async fn run_idempotent<'c, T, F>(
-    conn: &'c mut SqliteConnection,
-    tenant: String,
-    idem: Option<Idem>,
-    op: F,
-) -> Result<Outcome<T>>
+fn run_idempotent<T, F>(conn: &WriteConn, tenant: &str, idem: Option<Idem>, op: F) -> Result<Outcome<T>>
 where
-    T: Serialize + DeserializeOwned + Send + 'static,
-    F: for<'x> FnOnce(&'x mut SqliteConnection) -> BoxFuture<'x, Result<T>> + Send,
+    T: Serialize + DeserializeOwned,
+    F: FnOnce(&WriteConn) -> Result<T>,
 {
-    if let Some(i) = &idem {
-        let stored: Option<(String, String)> = sqlx::query_as(
-            "SELECT digest, outcome FROM idempotency WHERE tenant = ? AND operation = ? AND key = ?",
-        )
-        .bind(&tenant)
-        .bind(&i.operation)
-        .bind(&i.key)
-        .fetch_optional(&mut *conn)
-        .await?;
-        if let Some((digest, outcome)) = stored {
-            if digest != i.digest {
-                return Ok(Outcome {
-                    result: Err(EngineError::IdempotencyMismatch),
-                    replayed: false,
-                });
-            }
-            let result: std::result::Result<T, EngineError> = serde_json::from_str(&outcome)?;
-            return Ok(Outcome {
-                result,
-                replayed: true,
-            });
-        }
-    }
     let Some(idem) = idem else {
         // Without a key an error simply rolls the command back (the writer's savepoint).
-        return op(&mut *conn).await.map(|v| Outcome {
+        return op(conn).map(|v| Outcome {
             result: Ok(v),
             replayed: false,
         });
     };
-    sqlx::query("SAVEPOINT op").execute(&mut *conn).await?;
-    let result = op(&mut *conn).await;
-    if result.is_err() {
-        sqlx::query("ROLLBACK TO op").execute(&mut *conn).await?;
-    }
-    sqlx::query("RELEASE op").execute(&mut *conn).await?;
-    {
-        let i = &idem;
-        let keep = match &result {
-            Ok(_) => true,
-            Err(e) => e.is_replayable(),
-        };
-        if keep {
-            let stored: std::result::Result<&T, &EngineError> = result.as_ref();
-            sqlx::query("INSERT INTO idempotency (tenant, operation, key, digest, outcome, created_at) VALUES (?, ?, ?, ?, ?, strftime('%s','now') * 1000)")
-                .bind(&tenant)
-                .bind(&i.operation)
-                .bind(&i.key)
-                .bind(&i.digest)
-                .bind(serde_json::to_string(&stored)?)
-                .execute(&mut *conn)
-                .await?;
+    let stored: Option<(String, String)> = conn
+        .prepare_cached(
+            "SELECT digest, outcome FROM idempotency WHERE tenant = ? AND operation = ? AND key = ?",
+        )?
+        .query_row([tenant, &idem.operation, &idem.key], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    if let Some((digest, outcome)) = stored {
+        if digest != idem.digest {
+            return Ok(Outcome {
+                result: Err(EngineError::IdempotencyMismatch),
+                replayed: false,
+            });
         }
+        let result: std::result::Result<T, EngineError> = serde_json::from_str(&outcome)?;
+        return Ok(Outcome {
+            result,
+            replayed: true,
+        });
+    }
+    conn.execute_batch("SAVEPOINT op")?;
+    let result = op(conn);
+    if result.is_err() {
+        conn.execute_batch("ROLLBACK TO op")?;
+    }
+    conn.execute_batch("RELEASE op")?;
+    let keep = match &result {
+        Ok(_) => true,
+        Err(e) => e.is_replayable(),
+    };
+    if keep {
+        let stored: std::result::Result<&T, &EngineError> = result.as_ref();
+        conn.prepare_cached("INSERT INTO idempotency (tenant, operation, key, digest, outcome, created_at) VALUES (?, ?, ?, ?, ?, strftime('%s','now') * 1000)")?
+            .execute(rusqlite::params![
+                tenant,
+                idem.operation,
+                idem.key,
+                idem.digest,
+                serde_json::to_string(&stored)?
+            ])?;
     }
     Ok(Outcome {
         result,

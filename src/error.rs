@@ -127,6 +127,12 @@ impl From<sqlx::Error> for EngineError {
     }
 }
 
+impl From<rusqlite::Error> for EngineError {
+    fn from(e: rusqlite::Error) -> Self {
+        EngineError::Storage(e.to_string())
+    }
+}
+
 impl From<serde_json::Error> for EngineError {
     fn from(e: serde_json::Error) -> Self {
         EngineError::Internal(format!("json: {e}"))

@@ -11,6 +11,9 @@ use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
 use crate::ids;
 use crate::interrupt::{reentry_key, InterruptKind};
+use crate::store::WriteConn;
+use rusqlite::types::Value as SqlValue;
+use rusqlite::OptionalExtension;
 use serde_json::{json, Map, Value};
 use sqlx::SqliteConnection;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -42,6 +45,39 @@ pub(crate) struct RunRow {
 }
 
 pub(crate) const RUN_COLUMNS: &str = "run_id, tenant, workflow_id, workflow_digest, status, owner, current_node_id, error, inputs, configurable, tags, metadata, callback_url, next_sequence, created_at, completed_at";
+
+impl RunRow {
+    /// Reads a row selected with [`RUN_COLUMNS`] (and optionally `nodes_json`) on the writer.
+    fn from_write_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+        Ok(RunRow {
+            run_id: row.get("run_id")?,
+            tenant: row.get("tenant")?,
+            workflow_id: row.get("workflow_id")?,
+            workflow_digest: row.get("workflow_digest")?,
+            status: row.get("status")?,
+            owner: row.get("owner")?,
+            current_node_id: row.get("current_node_id")?,
+            error: row.get("error")?,
+            inputs: row.get("inputs")?,
+            configurable: row.get("configurable")?,
+            tags: row.get("tags")?,
+            metadata: row.get("metadata")?,
+            callback_url: row.get("callback_url")?,
+            next_sequence: row.get("next_sequence")?,
+            created_at: row.get("created_at")?,
+            completed_at: row.get("completed_at")?,
+            nodes_json: optional_column(row, "nodes_json")?,
+        })
+    }
+}
+
+/// A column that only some queries select.
+fn optional_column(row: &rusqlite::Row<'_>, name: &str) -> rusqlite::Result<Option<String>> {
+    match row.as_ref().column_index(name) {
+        Ok(i) => row.get(i),
+        Err(_) => Ok(None),
+    }
+}
 
 pub fn is_terminal_status(s: &str) -> bool {
     matches!(s, "completed" | "failed" | "cancelled")
@@ -129,6 +165,31 @@ pub(crate) struct InterruptRow {
 pub(crate) const INTERRUPT_COLUMNS: &str = "interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, request, eligibility, workflow_id, title, owner_subject, created_at, deadline_at, resolved_at, resolution";
 
 impl InterruptRow {
+    /// Reads a row selected with [`INTERRUPT_COLUMNS`] (and optionally `votes_json`) on the writer.
+    fn from_write_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<InterruptRow> {
+        Ok(InterruptRow {
+            interrupt_id: row.get("interrupt_id")?,
+            run_id: row.get("run_id")?,
+            node_id: row.get("node_id")?,
+            key: row.get("key")?,
+            visit: row.get("visit")?,
+            kind: row.get("kind")?,
+            status: row.get("status")?,
+            payload: row.get("payload")?,
+            contract: row.get("contract")?,
+            request: row.get("request")?,
+            eligibility: row.get("eligibility")?,
+            workflow_id: row.get("workflow_id")?,
+            title: row.get("title")?,
+            owner_subject: row.get("owner_subject")?,
+            created_at: row.get("created_at")?,
+            deadline_at: row.get("deadline_at")?,
+            resolved_at: row.get("resolved_at")?,
+            resolution: row.get("resolution")?,
+            votes_json: optional_column(row, "votes_json")?,
+        })
+    }
+
     pub fn kind(&self) -> Option<InterruptKind> {
         InterruptKind::parse(&self.kind)
     }
@@ -152,15 +213,26 @@ pub(crate) async fn load_run(conn: &mut SqliteConnection, run_id: &str) -> Resul
     )
 }
 
-/// The run with its node states, in one round trip (the writer's hot path).
-pub(crate) async fn load_run_for_update(conn: &mut SqliteConnection, run_id: &str) -> Result<Option<RunRow>> {
-    Ok(sqlx::query_as::<_, RunRow>(&format!(
+/// The run with its node states, in one statement (the writer's hot path).
+pub(crate) fn load_run_for_update(conn: &WriteConn, run_id: &str) -> Result<Option<RunRow>> {
+    let sql = format!(
         "SELECT {RUN_COLUMNS}, (SELECT json_group_array(json_array(node_id, status, visits, output, pending_in, due_at, waiting)) \
          FROM node_states WHERE node_states.run_id = runs.run_id) AS nodes_json FROM runs WHERE run_id = ?"
-    ))
-    .bind(run_id)
-    .fetch_optional(conn)
-    .await?)
+    );
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([run_id], RunRow::from_write_row)
+        .optional()?)
+}
+
+/// The newest interrupt of a node with its votes as JSON (`votes_json`).
+fn latest_interrupt_sql() -> String {
+    format!(
+        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_group_array(json_array(principal, action, superseded, is_override)) FROM \
+           (SELECT v.principal, v.action, v.superseded, COALESCE(p.is_override, 0) AS is_override FROM votes v \
+            LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = interrupts.interrupt_id ORDER BY v.seq)) AS votes_json \
+         FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
+    )
 }
 
 pub(crate) async fn latest_interrupt(
@@ -168,16 +240,36 @@ pub(crate) async fn latest_interrupt(
     run_id: &str,
     node_id: &str,
 ) -> Result<Option<InterruptRow>> {
-    Ok(sqlx::query_as::<_, InterruptRow>(&format!(
-        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_group_array(json_array(principal, action, superseded, is_override)) FROM \
-           (SELECT v.principal, v.action, v.superseded, COALESCE(p.is_override, 0) AS is_override FROM votes v \
-            LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = interrupts.interrupt_id ORDER BY v.seq)) AS votes_json \
-         FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
-    ))
-    .bind(run_id)
-    .bind(node_id)
-    .fetch_optional(conn)
-    .await?)
+    Ok(sqlx::query_as::<_, InterruptRow>(&latest_interrupt_sql())
+        .bind(run_id)
+        .bind(node_id)
+        .fetch_optional(conn)
+        .await?)
+}
+
+/// [`latest_interrupt`] on the writer, inside a command.
+pub(crate) fn latest_interrupt_for_update(
+    conn: &WriteConn,
+    run_id: &str,
+    node_id: &str,
+) -> Result<Option<InterruptRow>> {
+    Ok(conn
+        .prepare_cached(&latest_interrupt_sql())?
+        .query_row([run_id, node_id], InterruptRow::from_write_row)
+        .optional()?)
+}
+
+/// A pending interrupt by id, on the writer.
+pub(crate) fn pending_interrupt_for_update(
+    conn: &WriteConn,
+    interrupt_id: &str,
+) -> Result<Option<InterruptRow>> {
+    let sql =
+        format!("SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ? AND status = 'pending'");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([interrupt_id], InterruptRow::from_write_row)
+        .optional()?)
 }
 
 /// What a run start needs besides the definition.
@@ -194,7 +286,7 @@ pub struct NewRun {
 
 /// One command's view of one run.
 pub(crate) struct Exec<'a> {
-    conn: &'a mut SqliteConnection,
+    conn: &'a WriteConn,
     wf: &'a Workflow,
     pub run: RunRow,
     nodes: HashMap<String, NodeState>,
@@ -210,22 +302,25 @@ pub(crate) struct Exec<'a> {
 
 impl<'a> Exec<'a> {
     /// Loads a run's scheduler state.
-    pub async fn load(
-        conn: &'a mut SqliteConnection,
-        wf: &'a Workflow,
-        run: RunRow,
-        now: Millis,
-    ) -> Result<Exec<'a>> {
+    pub fn load(conn: &'a WriteConn, wf: &'a Workflow, run: RunRow, now: Millis) -> Result<Exec<'a>> {
         let rows = match run.nodes_json.as_deref() {
             Some(text) => parse_node_rows(text)?,
-            None => {
-                sqlx::query_as::<_, NodeRow>(
+            None => conn
+                .prepare_cached(
                     "SELECT node_id, status, visits, output, pending_in, due_at, waiting FROM node_states WHERE run_id = ?",
-                )
-                .bind(&run.run_id)
-                .fetch_all(&mut *conn)
-                .await?
-            }
+                )?
+                .query_map([&run.run_id], |r| {
+                    Ok(NodeRow {
+                        node_id: r.get(0)?,
+                        status: r.get(1)?,
+                        visits: r.get(2)?,
+                        output: r.get(3)?,
+                        pending_in: r.get(4)?,
+                        due_at: r.get(5)?,
+                        waiting: r.get(6)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?,
         };
         let mut nodes = HashMap::with_capacity(wf.nodes.len());
         for r in rows {
@@ -259,12 +354,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Creates the run row, emits `run.started` and fires the root nodes.
-    pub async fn start(
-        conn: &'a mut SqliteConnection,
-        wf: &'a Workflow,
-        new: NewRun,
-        now: Millis,
-    ) -> Result<Exec<'a>> {
+    pub fn start(conn: &'a WriteConn, wf: &'a Workflow, new: NewRun, now: Millis) -> Result<Exec<'a>> {
         let run = RunRow {
             tenant: ids::tenant_of(&new.run_id).to_string(),
             run_id: new.run_id,
@@ -284,27 +374,27 @@ impl<'a> Exec<'a> {
             completed_at: None,
             nodes_json: None,
         };
-        sqlx::query(&format!(
+        conn.prepare_cached(&format!(
             "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        ))
-        .bind(&run.run_id)
-        .bind(&run.tenant)
-        .bind(&run.workflow_id)
-        .bind(&run.workflow_digest)
-        .bind(&run.status)
-        .bind(&run.owner)
-        .bind(&run.current_node_id)
-        .bind(&run.error)
-        .bind(&run.inputs)
-        .bind(&run.configurable)
-        .bind(&run.tags)
-        .bind(&run.metadata)
-        .bind(&run.callback_url)
-        .bind(run.next_sequence)
-        .bind(run.created_at)
-        .bind(run.completed_at)
-        .execute(&mut *conn)
-        .await?;
+        ))?
+        .execute(rusqlite::params![
+            run.run_id,
+            run.tenant,
+            run.workflow_id,
+            run.workflow_digest,
+            run.status,
+            run.owner,
+            run.current_node_id,
+            run.error,
+            run.inputs,
+            run.configurable,
+            run.tags,
+            run.metadata,
+            run.callback_url,
+            run.next_sequence,
+            run.created_at,
+            run.completed_at,
+        ])?;
         let recursion_limit = run.recursion_limit();
         let mut exec = Exec {
             conn,
@@ -324,13 +414,12 @@ impl<'a> Exec<'a> {
             "run.started",
             None,
             json!({ "workflowId": wf.id, "inputs": inputs, "owner": owner, "transport": "rest" }),
-        )
-        .await?;
+        )?;
         for root in wf.roots() {
             exec.state_mut(&root.id).status = "queued".into();
             exec.queue.push_back(root.id.clone());
         }
-        exec.drain().await?;
+        exec.drain()?;
         Ok(exec)
     }
 
@@ -344,7 +433,7 @@ impl<'a> Exec<'a> {
         self.nodes.get(node).map(|s| s.status.as_str()).unwrap_or("idle")
     }
 
-    pub async fn emit(&mut self, event_type: &str, node_id: Option<&str>, payload: Value) -> Result<i64> {
+    pub fn emit(&mut self, event_type: &str, node_id: Option<&str>, payload: Value) -> Result<i64> {
         let seq = self.run.next_sequence;
         self.run.next_sequence += 1;
         self.pending_events.push((
@@ -356,17 +445,17 @@ impl<'a> Exec<'a> {
         Ok(seq)
     }
 
-    async fn drain(&mut self) -> Result<()> {
+    fn drain(&mut self) -> Result<()> {
         while let Some(node) = self.queue.pop_front() {
             if self.unhandled.is_some() {
                 break;
             }
-            self.fire(&node).await?;
+            self.fire(&node)?;
         }
         Ok(())
     }
 
-    async fn fire(&mut self, node_id: &str) -> Result<()> {
+    fn fire(&mut self, node_id: &str) -> Result<()> {
         let wf = self.wf;
         let Some(node) = wf.node(node_id) else {
             return Err(EngineError::Internal(format!(
@@ -384,8 +473,7 @@ impl<'a> Exec<'a> {
             "node.started",
             Some(node_id),
             json!({ "nodeId": node_id, "typeId": node.type_id, "attempt": 0 }),
-        )
-        .await?;
+        )?;
         if visits > self.recursion_limit {
             let error = json!({
                 "code": "recursion_limit_exceeded",
@@ -397,19 +485,18 @@ impl<'a> Exec<'a> {
                 "node.failed",
                 Some(node_id),
                 json!({ "nodeId": node_id, "error": error }),
-            )
-            .await?;
+            )?;
             self.unhandled = Some((node_id.to_string(), error));
             return Ok(());
         }
         match &node.behaviour {
-            NodeBehaviour::Noop => self.complete(node_id, json!({})).await,
+            NodeBehaviour::Noop => self.complete(node_id, json!({})),
             NodeBehaviour::Delay { delay_ms } => {
                 let inputs: Value = serde_json::from_str(&self.run.inputs)?;
                 let bound = resolve_inputs(wf, node, &inputs);
                 let delay = delay_ms.or_else(|| bound.get("delayMs").and_then(Value::as_u64));
                 match delay {
-                    Some(0) => self.complete(node_id, json!({ "delayedMs": 0 })).await,
+                    Some(0) => self.complete(node_id, json!({ "delayedMs": 0 })),
                     Some(ms) => {
                         let due = self.now + ms as i64;
                         let st = self.state_mut(node_id);
@@ -422,20 +509,14 @@ impl<'a> Exec<'a> {
                             node_id,
                             json!({"code": "validation_error", "message": format!("node \"{node_id}\": delayMs is not a non-negative integer"), "retryable": false}),
                         )
-                        .await
                     }
                 }
             }
-            NodeBehaviour::Interrupt(spec) => self.raise(node_id, visits - 1, spec).await,
+            NodeBehaviour::Interrupt(spec) => self.raise(node_id, visits - 1, spec),
         }
     }
 
-    async fn raise(
-        &mut self,
-        node_id: &str,
-        visit: i64,
-        spec: &crate::definition::InterruptSpec,
-    ) -> Result<()> {
+    fn raise(&mut self, node_id: &str, visit: i64, spec: &crate::definition::InterruptSpec) -> Result<()> {
         let wf = self.wf;
         let node = wf.node(node_id).expect("checked by fire");
         let inputs: Value = serde_json::from_str(&self.run.inputs)?;
@@ -460,8 +541,7 @@ impl<'a> Exec<'a> {
                 .fail(
                     node_id,
                     json!({"code": "validation_error", "message": message, "details": {"nodeId": node_id, "field": field}, "retryable": false}),
-                )
-                .await;
+                );
         }
         match spec.kind {
             InterruptKind::Approval if request.as_object().is_some_and(|m| !m.is_empty()) => {
@@ -517,22 +597,20 @@ impl<'a> Exec<'a> {
             .text(owner_subject)
             .int(self.now)
             .opt_int(deadline);
-        self.queue_notifications(spec, &data, &interrupt_id, node_id, "requested")
-            .await?;
-        self.emit("interrupt.requested", Some(node_id), payload).await?;
+        self.queue_notifications(spec, &data, &interrupt_id, node_id, "requested")?;
+        self.emit("interrupt.requested", Some(node_id), payload)?;
         self.emit(
             "node.suspended",
             Some(node_id),
             json!({ "nodeId": node_id, "interruptId": interrupt_id, "kind": spec.kind.as_str(), "key": key }),
-        )
-        .await?;
+        )?;
         let st = self.state_mut(node_id);
         st.status = "suspended".into();
         st.waiting = Some(spec.kind.waiting_status().into());
         Ok(())
     }
 
-    async fn complete(&mut self, node_id: &str, outputs: Value) -> Result<()> {
+    fn complete(&mut self, node_id: &str, outputs: Value) -> Result<()> {
         {
             let st = self.state_mut(node_id);
             st.status = "completed".into();
@@ -544,12 +622,11 @@ impl<'a> Exec<'a> {
             "node.completed",
             Some(node_id),
             json!({ "nodeId": node_id, "outputs": outputs }),
-        )
-        .await?;
-        self.propagate(node_id).await
+        )?;
+        self.propagate(node_id)
     }
 
-    async fn fail(&mut self, node_id: &str, error: Value) -> Result<()> {
+    fn fail(&mut self, node_id: &str, error: Value) -> Result<()> {
         {
             let st = self.state_mut(node_id);
             st.status = "failed".into();
@@ -560,11 +637,10 @@ impl<'a> Exec<'a> {
             "node.failed",
             Some(node_id),
             json!({ "nodeId": node_id, "error": error, "attempts": 1 }),
-        )
-        .await?;
+        )?;
         let handled = self.wf.outgoing(node_id).any(|e| e.rule.admits_failure());
         if handled {
-            self.propagate(node_id).await
+            self.propagate(node_id)
         } else {
             if self.unhandled.is_none() {
                 self.unhandled = Some((node_id.to_string(), error));
@@ -573,19 +649,18 @@ impl<'a> Exec<'a> {
         }
     }
 
-    async fn skip(&mut self, node_id: &str, reason: &str) -> Result<()> {
+    fn skip(&mut self, node_id: &str, reason: &str) -> Result<()> {
         self.state_mut(node_id).status = "skipped".into();
         self.emit(
             "node.skipped",
             Some(node_id),
             json!({ "nodeId": node_id, "reason": reason }),
-        )
-        .await?;
-        Box::pin(self.propagate(node_id)).await
+        )?;
+        self.propagate(node_id)
     }
 
     /// Delivers a terminal node's status over its outgoing edges and decides each target.
-    async fn propagate(&mut self, node_id: &str) -> Result<()> {
+    fn propagate(&mut self, node_id: &str) -> Result<()> {
         let status = self.status_of(node_id).to_string();
         let wf = self.wf;
         let targets: Vec<(String, String)> = wf
@@ -600,14 +675,14 @@ impl<'a> Exec<'a> {
         let mut seen = Vec::new();
         for (_, target) in targets {
             if !seen.contains(&target) {
-                self.evaluate(&target).await?;
+                self.evaluate(&target)?;
                 seen.push(target);
             }
         }
         Ok(())
     }
 
-    async fn evaluate(&mut self, target: &str) -> Result<()> {
+    fn evaluate(&mut self, target: &str) -> Result<()> {
         if self.nodes.get(target).is_some_and(NodeState::is_active) {
             return Ok(());
         }
@@ -642,14 +717,14 @@ impl<'a> Exec<'a> {
             self.queue.push_back(target.to_string());
         } else if all_delivered {
             self.state_mut(target).pending_in.clear();
-            self.skip(target, "trigger rule not satisfied").await?;
+            self.skip(target, "trigger rule not satisfied")?;
         }
         Ok(())
     }
 
     /// Queues an email for each person to notify (audience, or the eligibility
     /// refs), in the same transaction as the interrupt.
-    async fn queue_notifications(
+    fn queue_notifications(
         &mut self,
         spec: &crate::definition::InterruptSpec,
         data: &Value,
@@ -666,7 +741,7 @@ impl<'a> Exec<'a> {
         if !has_refs && audience.is_none() {
             return Ok(());
         }
-        let directory = load_directory(self.conn, &self.run.tenant).await?;
+        let directory = load_directory(self.conn, &self.run.tenant)?;
         for p in crate::notify::recipients(spec.approval.as_ref(), audience, &directory) {
             self.writes
                 .sql("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', ?, ?, ?, ?, ?, ?, 'pending', ?, ?)")
@@ -690,7 +765,7 @@ impl<'a> Exec<'a> {
 
     /// Resolves a pending interrupt: records the decision, resumes the node
     /// and runs on. `failure` carries the node error when the decision fails the node.
-    pub async fn resolve(
+    pub fn resolve(
         &mut self,
         interrupt: &InterruptRow,
         resolved: Value,
@@ -703,27 +778,26 @@ impl<'a> Exec<'a> {
             .int(self.now)
             .text(resolved.to_string())
             .text(&interrupt.interrupt_id);
-        self.emit("interrupt.resolved", Some(node_id), resolved).await?;
+        self.emit("interrupt.resolved", Some(node_id), resolved)?;
         if let Some(rv) = &resume_value {
             self.emit(
                 "node.resumed",
                 Some(node_id),
                 json!({ "nodeId": node_id, "interruptId": interrupt.interrupt_id, "resumeValue": rv }),
-            )
-            .await?;
+            )?;
         }
         match failure {
-            Some(error) => self.fail(node_id, error).await?,
+            Some(error) => self.fail(node_id, error)?,
             None => {
                 let outputs = json!({ "resumeValue": resume_value.unwrap_or(Value::Null) });
-                self.complete(node_id, outputs).await?
+                self.complete(node_id, outputs)?
             }
         }
-        self.drain().await
+        self.drain()
     }
 
     /// Completes a due `core.delay` node.
-    pub async fn finish_delay(&mut self, node_id: &str) -> Result<bool> {
+    pub fn finish_delay(&mut self, node_id: &str) -> Result<bool> {
         let due = self
             .nodes
             .get(node_id)
@@ -732,14 +806,14 @@ impl<'a> Exec<'a> {
         if due.is_none_or(|d| d > self.now) {
             return Ok(false);
         }
-        self.complete(node_id, json!({})).await?;
-        self.drain().await?;
+        self.complete(node_id, json!({}))?;
+        self.drain()?;
         Ok(true)
     }
 
     /// Cancels a live run: active nodes get `node.cancelled`, open interrupts are closed.
-    pub async fn cancel(&mut self, reason: Option<String>, by: Option<String>) -> Result<()> {
-        self.stop_active("run cancelled").await?;
+    pub fn cancel(&mut self, reason: Option<String>, by: Option<String>) -> Result<()> {
+        self.stop_active("run cancelled")?;
         let mut payload = json!({ "durationMs": (self.now - self.run.created_at).max(0) });
         if let Some(r) = reason {
             payload["reason"] = json!(r);
@@ -747,14 +821,14 @@ impl<'a> Exec<'a> {
         if let Some(b) = by {
             payload["cancelledBy"] = json!(b);
         }
-        self.emit("run.cancelled", None, payload).await?;
+        self.emit("run.cancelled", None, payload)?;
         self.run.status = "cancelled".into();
         self.run.current_node_id = None;
         self.run.completed_at = Some(self.now);
         Ok(())
     }
 
-    async fn stop_active(&mut self, reason: &str) -> Result<()> {
+    fn stop_active(&mut self, reason: &str) -> Result<()> {
         let active: Vec<String> = self
             .wf
             .nodes
@@ -773,8 +847,7 @@ impl<'a> Exec<'a> {
                 "node.cancelled",
                 Some(&node_id),
                 json!({ "nodeId": node_id, "reason": reason }),
-            )
-            .await?;
+            )?;
         }
         self.queue.clear();
         self.writes
@@ -785,20 +858,19 @@ impl<'a> Exec<'a> {
     }
 
     /// Decides the run's status after a step: failed, completed, or waiting.
-    async fn settle(&mut self) -> Result<()> {
+    fn settle(&mut self) -> Result<()> {
         if self.run.is_terminal() {
             return Ok(());
         }
         let duration = (self.now - self.run.created_at).max(0);
         if let Some((node_id, error)) = self.unhandled.take() {
-            self.stop_active("run failed").await?;
+            self.stop_active("run failed")?;
             let run_error = json!({ "code": error["code"], "message": error["message"] });
             self.emit(
                 "run.failed",
                 None,
                 json!({ "error": run_error, "failedNodeId": node_id, "durationMs": duration }),
-            )
-            .await?;
+            )?;
             self.run.status = "failed".into();
             self.run.error = Some(run_error.to_string());
             self.run.current_node_id = None;
@@ -845,8 +917,7 @@ impl<'a> Exec<'a> {
             "run.completed",
             None,
             json!({ "outputs": outputs, "durationMs": duration }),
-        )
-        .await?;
+        )?;
         self.run.status = "completed".into();
         self.run.current_node_id = None;
         self.run.completed_at = Some(self.now);
@@ -901,28 +972,20 @@ impl<'a> Exec<'a> {
     }
 
     /// Settles the run and writes the projections. Call once at the end of a command.
-    pub async fn finish(mut self) -> Result<RunRow> {
-        self.settle().await?;
-        // Every write of the command in one round trip to SQLite.
+    pub fn finish(mut self) -> Result<RunRow> {
+        self.settle()?;
         let mut batch = std::mem::take(&mut self.writes);
         self.queue_callbacks(&mut batch)?;
-        for chunk in self.pending_events.chunks(64) {
-            let rows = std::iter::repeat_n("(?, ?, ?, ?, ?, ?, ?)", chunk.len())
-                .collect::<Vec<_>>()
-                .join(", ");
-            batch.sql(&format!(
-                "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, timestamp) VALUES {rows}"
-            ));
-            for (seq, event_type, node_id, payload) in chunk {
-                batch
-                    .text(&self.run.run_id)
-                    .int(*seq)
-                    .text(ids::new_opaque())
-                    .text(event_type)
-                    .opt_text(node_id.clone())
-                    .text(payload)
-                    .int(self.now);
-            }
+        for (seq, event_type, node_id, payload) in &self.pending_events {
+            batch
+                .sql("INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)")
+                .text(&self.run.run_id)
+                .int(*seq)
+                .text(ids::new_opaque())
+                .text(event_type)
+                .opt_text(node_id.clone())
+                .text(payload)
+                .int(self.now);
         }
         let mut dirty: Vec<(&String, &NodeState)> = self.nodes.iter().filter(|(_, s)| s.dirty).collect();
         dirty.sort_by(|a, b| a.0.cmp(b.0));
@@ -950,71 +1013,53 @@ impl<'a> Exec<'a> {
             .int(self.run.next_sequence)
             .opt_int(self.run.completed_at)
             .text(&self.run.run_id);
-        batch.execute(self.conn).await?;
+        batch.execute(self.conn)?;
         Ok(self.run)
     }
 }
 
-/// Several statements and their arguments sent to SQLite in one call
-/// (sqlx binds `?` across statements in order).
+/// A command's writes, collected while it decides and executed in order at
+/// the end (each statement prepared once per connection).
 #[derive(Default)]
 pub(crate) struct Batch {
-    sql: String,
-    args: Vec<Arg>,
-}
-
-enum Arg {
-    Text(Option<String>),
-    Int(Option<i64>),
+    statements: Vec<(String, Vec<SqlValue>)>,
 }
 
 impl Batch {
     fn append(&mut self, other: Batch) {
-        if other.sql.is_empty() {
-            return;
-        }
-        if !self.sql.is_empty() {
-            self.sql.push_str(";\n");
-        }
-        self.sql.push_str(&other.sql);
-        self.args.extend(other.args);
+        self.statements.extend(other.statements);
     }
 
+    /// Starts a statement; the following `text`/`int` calls bind its `?`s in order.
     pub fn sql(&mut self, statement: &str) -> &mut Self {
-        if !self.sql.is_empty() {
-            self.sql.push_str(";\n");
-        }
-        self.sql.push_str(statement);
+        self.statements.push((statement.to_string(), Vec::new()));
+        self
+    }
+    fn arg(&mut self, v: SqlValue) -> &mut Self {
+        self.statements
+            .last_mut()
+            .expect("sql() before arguments")
+            .1
+            .push(v);
         self
     }
     pub fn text(&mut self, v: impl Into<String>) -> &mut Self {
-        self.args.push(Arg::Text(Some(v.into())));
-        self
+        self.arg(SqlValue::Text(v.into()))
     }
     pub fn opt_text(&mut self, v: Option<String>) -> &mut Self {
-        self.args.push(Arg::Text(v));
-        self
+        self.arg(v.map_or(SqlValue::Null, SqlValue::Text))
     }
     pub fn int(&mut self, v: i64) -> &mut Self {
-        self.args.push(Arg::Int(Some(v)));
-        self
+        self.arg(SqlValue::Integer(v))
     }
     pub fn opt_int(&mut self, v: Option<i64>) -> &mut Self {
-        self.args.push(Arg::Int(v));
-        self
+        self.arg(v.map_or(SqlValue::Null, SqlValue::Integer))
     }
-    pub async fn execute(self, conn: &mut SqliteConnection) -> Result<()> {
-        if self.sql.is_empty() {
-            return Ok(());
+    pub fn execute(self, conn: &WriteConn) -> Result<()> {
+        for (sql, args) in self.statements {
+            conn.prepare_cached(&sql)?
+                .execute(rusqlite::params_from_iter(args))?;
         }
-        let mut q = sqlx::query(&self.sql);
-        for a in self.args {
-            q = match a {
-                Arg::Text(t) => q.bind(t),
-                Arg::Int(i) => q.bind(i),
-            };
-        }
-        q.execute(conn).await?;
         Ok(())
     }
 }
@@ -1212,13 +1257,13 @@ pub(crate) fn decide(
 }
 
 /// The tenant's principals that have an email address.
-pub(crate) async fn load_directory(conn: &mut SqliteConnection, tenant: &str) -> Result<Vec<Principal>> {
-    let rows: Vec<(String, String, Option<String>, String, String, i64)> = sqlx::query_as(
-        "SELECT id, name, email, groups, roles, is_override FROM principals WHERE tenant = ? AND email IS NOT NULL AND email <> '' ORDER BY id",
-    )
-    .bind(tenant)
-    .fetch_all(conn)
-    .await?;
+pub(crate) fn load_directory(conn: &WriteConn, tenant: &str) -> Result<Vec<Principal>> {
+    let rows: Vec<(String, String, Option<String>, String, String, i64)> = conn
+        .prepare_cached(
+            "SELECT id, name, email, groups, roles, is_override FROM principals WHERE tenant = ? AND email IS NOT NULL AND email <> '' ORDER BY id",
+        )?
+        .query_map([tenant], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
+        .collect::<rusqlite::Result<_>>()?;
     Ok(rows
         .into_iter()
         .map(|(id, name, email, groups, roles, o)| Principal {

@@ -1,15 +1,20 @@
-//! Storage: one writer task that owns the write connection and applies
-//! commands with group commit, and a pool of readers.
+//! Storage: one writer thread that owns the write connection and applies
+//! whole commands with group commit, and a pool of sqlx readers.
 //!
 //! Commands that arrive while a commit is in flight are applied together in
 //! the next transaction, each inside its own SAVEPOINT (so one failing command
 //! does not undo the others), then committed with a single fsync and only then
 //! answered. With `synchronous=FULL` every answered command is durable.
+//!
+//! The writer runs each command synchronously on its own thread (rusqlite on
+//! the same SQLite library sqlx links): through sqlx every statement was a
+//! hand-off to the connection's worker thread and back, and those hand-offs,
+//! not SQLite, bounded throughput (see docs/performance.md).
 
 use crate::error::{EngineError, Result};
-use futures_util::future::BoxFuture;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, SqliteConnection, SqlitePool};
+use std::panic::AssertUnwindSafe;
 use std::str::FromStr;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -28,8 +33,14 @@ pub enum Durability {
 /// Largest number of commands applied in one transaction.
 const MAX_BATCH: usize = 256;
 
+/// Statements the writer keeps prepared (each command shape uses a handful).
+const STATEMENT_CACHE: usize = 128;
+
+/// The writer's connection, as write commands see it.
+pub type WriteConn = rusqlite::Connection;
+
 type Reply = Box<dyn FnOnce(Option<EngineError>) + Send>;
-type Job = Box<dyn for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, (bool, Reply)> + Send>;
+type Job = Box<dyn FnOnce(&WriteConn) -> (bool, Reply) + Send>;
 
 #[derive(Clone)]
 pub struct Store {
@@ -53,18 +64,31 @@ impl Store {
             .foreign_keys(true)
             .pragma("temp_store", "memory")
             .pragma("cache_size", "-16000");
-        let mut writer = SqliteConnection::connect_with(&options).await?;
+        if url.contains(":memory:") || url.contains("mode=memory") {
+            // The writer and the readers are separate connections; they must share a file.
+            return Err(EngineError::Storage(format!(
+                "database url {url}: an in-memory database is not supported, give a file path"
+            )));
+        }
+        let mut migrator = SqliteConnection::connect_with(&options).await?;
         sqlx::migrate!("./migrations")
-            .run(&mut writer)
+            .run(&mut migrator)
             .await
             .map_err(|e| EngineError::Storage(format!("migrations: {e}")))?;
+        migrator.close().await?;
+        let writer = open_writer(options.get_filename(), durability)?;
         let read = SqlitePoolOptions::new()
             .max_connections(8)
             .min_connections(1)
             .connect_with(options.read_only(true))
             .await?;
         let (tx, rx) = mpsc::channel::<Job>(4096);
-        tokio::spawn(writer_loop(writer, rx));
+        // The writer runs whole commands on its own thread, synchronously:
+        // no thread hand-off per statement, and never queued behind HTTP work.
+        std::thread::Builder::new()
+            .name("tollgate-writer".into())
+            .spawn(move || writer_loop(writer, rx))
+            .map_err(|e| EngineError::Storage(format!("writer thread: {e}")))?;
         Ok(Store { jobs: tx, read })
     }
 
@@ -73,21 +97,19 @@ impl Store {
     pub async fn write<T, F>(&self, op: F) -> Result<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<T>> + Send + 'static,
+        F: FnOnce(&WriteConn) -> Result<T> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel::<Result<T>>();
         let job: Job = Box::new(move |conn| {
-            Box::pin(async move {
-                let result = op(conn).await;
-                let ok = result.is_ok();
-                let reply: Reply = Box::new(move |commit_error| {
-                    let _ = tx.send(match commit_error {
-                        None => result,
-                        Some(e) => Err(e),
-                    });
+            let result = op(conn);
+            let ok = result.is_ok();
+            let reply: Reply = Box::new(move |commit_error| {
+                let _ = tx.send(match commit_error {
+                    None => result,
+                    Some(e) => Err(e),
                 });
-                (ok, reply)
-            })
+            });
+            (ok, reply)
         });
         self.jobs
             .send(job)
@@ -98,13 +120,25 @@ impl Store {
     }
 }
 
-async fn exec(conn: &mut SqliteConnection, sql: &str) -> std::result::Result<(), sqlx::Error> {
-    sqlx::query(sql).execute(conn).await.map(|_| ())
+/// The write connection, with the same settings the readers get from sqlx.
+fn open_writer(path: &std::path::Path, durability: Durability) -> Result<WriteConn> {
+    let conn = rusqlite::Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    let sync = match durability {
+        Durability::Full => "FULL",
+        Durability::Relaxed => "NORMAL",
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; \
+         PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000;"
+    ))?;
+    Ok(conn)
 }
 
-async fn writer_loop(mut conn: SqliteConnection, mut rx: mpsc::Receiver<Job>) {
+fn writer_loop(conn: WriteConn, mut rx: mpsc::Receiver<Job>) {
     let mut batch: Vec<Job> = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = rx.recv().await {
+    while let Some(first) = rx.blocking_recv() {
         batch.push(first);
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
@@ -113,47 +147,51 @@ async fn writer_loop(mut conn: SqliteConnection, mut rx: mpsc::Receiver<Job>) {
             }
         }
         let mut replies: Vec<Reply> = Vec::with_capacity(batch.len());
-        // Savepoint boundaries are sent together with the neighbouring
-        // statement, so each command costs one extra round trip, not two.
-        if let Err(e) = exec(&mut conn, "BEGIN IMMEDIATE; SAVEPOINT cmd").await {
-            let _ = exec(&mut conn, "ROLLBACK").await;
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
             let err = EngineError::Storage(format!("begin: {e}"));
             for job in batch.drain(..) {
-                let (_, reply) = run_isolated(&mut conn, job).await;
+                let (_, reply) = run_isolated(&conn, job);
                 reply(Some(err.clone()));
             }
             continue;
         }
         let mut broken: Option<EngineError> = None;
-        let count = batch.len();
-        for (i, job) in batch.drain(..).enumerate() {
+        for job in batch.drain(..) {
             if broken.is_some() {
                 // The transaction is unusable; answer without applying.
-                replies.push(run_isolated(&mut conn, job).await.1);
+                replies.push(run_isolated(&conn, job).1);
                 continue;
             }
-            let (ok, reply) = job(&mut conn).await;
-            let last = i + 1 == count;
-            let end = match (ok, last) {
-                (true, false) => "RELEASE cmd; SAVEPOINT cmd",
-                (true, true) => "RELEASE cmd",
-                (false, false) => "ROLLBACK TO cmd; RELEASE cmd; SAVEPOINT cmd",
-                (false, true) => "ROLLBACK TO cmd; RELEASE cmd",
+            if let Err(e) = conn.execute_batch("SAVEPOINT cmd") {
+                broken = Some(EngineError::Storage(format!("savepoint: {e}")));
+                replies.push(run_isolated(&conn, job).1);
+                continue;
+            }
+            // A command that panics is rolled back and its caller told (its
+            // reply is dropped); the others in the batch still commit.
+            let (ok, reply) = match std::panic::catch_unwind(AssertUnwindSafe(|| job(&conn))) {
+                Ok((ok, reply)) => (ok, Some(reply)),
+                Err(_) => (false, None),
             };
-            if let Err(e) = exec(&mut conn, end).await {
+            let end = if ok {
+                "RELEASE cmd"
+            } else {
+                "ROLLBACK TO cmd; RELEASE cmd"
+            };
+            if let Err(e) = conn.execute_batch(end) {
                 broken = Some(EngineError::Storage(format!("savepoint: {e}")));
             }
-            replies.push(reply);
+            replies.extend(reply);
         }
         let commit_error = match broken {
             Some(e) => {
-                let _ = exec(&mut conn, "ROLLBACK").await;
+                let _ = conn.execute_batch("ROLLBACK");
                 Some(e)
             }
-            None => match exec(&mut conn, "COMMIT").await {
+            None => match conn.execute_batch("COMMIT") {
                 Ok(()) => None,
                 Err(e) => {
-                    let _ = exec(&mut conn, "ROLLBACK").await;
+                    let _ = conn.execute_batch("ROLLBACK");
                     Some(EngineError::Storage(format!("commit: {e}")))
                 }
             },
@@ -165,10 +203,91 @@ async fn writer_loop(mut conn: SqliteConnection, mut rx: mpsc::Receiver<Job>) {
 }
 
 /// Produces a job's reply without keeping its effects (used when the batch failed).
-async fn run_isolated(conn: &mut SqliteConnection, job: Job) -> (bool, Reply) {
-    let _ = exec(conn, "SAVEPOINT dead").await;
-    let out = job(conn).await;
-    let _ = exec(conn, "ROLLBACK TO dead").await;
-    let _ = exec(conn, "RELEASE dead").await;
+fn run_isolated(conn: &WriteConn, job: Job) -> (bool, Reply) {
+    let _ = conn.execute_batch("SAVEPOINT dead");
+    let out = job(conn);
+    let _ = conn.execute_batch("ROLLBACK TO dead; RELEASE dead");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = Store::open(&url, Durability::Full).await.unwrap();
+        store
+            .write(|c| Ok(c.execute_batch("CREATE TABLE t (v INTEGER NOT NULL)")?))
+            .await
+            .unwrap();
+        (dir, store)
+    }
+
+    async fn values(store: &Store) -> Vec<i64> {
+        sqlx::query_scalar("SELECT v FROM t ORDER BY v")
+            .fetch_all(&store.read)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failing_command_rolls_back_only_itself() {
+        let (_dir, store) = store().await;
+        let mut tasks = Vec::new();
+        for v in 0..40i64 {
+            let s = store.clone();
+            tasks.push(tokio::spawn(async move {
+                s.write(move |c| {
+                    c.execute("INSERT INTO t (v) VALUES (?)", [v])?;
+                    if v % 4 == 0 {
+                        return Err(EngineError::invalid(format!("{v} refused")));
+                    }
+                    Ok(v)
+                })
+                .await
+            }));
+        }
+        let mut answered_ok = Vec::new();
+        for t in tasks {
+            if let Ok(v) = t.await.unwrap() {
+                answered_ok.push(v);
+            }
+        }
+        answered_ok.sort();
+        let expected: Vec<i64> = (0..40).filter(|v| v % 4 != 0).collect();
+        assert_eq!(answered_ok, expected);
+        assert_eq!(
+            values(&store).await,
+            expected,
+            "what was answered Ok is what is stored"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_panicking_command_is_rolled_back_and_the_writer_lives_on() {
+        let (_dir, store) = store().await;
+        let r: Result<()> = store
+            .write(|c| {
+                c.execute("INSERT INTO t (v) VALUES (1)", [])?;
+                panic!("a bug in one command");
+            })
+            .await;
+        assert!(matches!(r, Err(EngineError::Storage(_))), "{r:?}");
+        store
+            .write(|c| Ok(c.execute("INSERT INTO t (v) VALUES (2)", [])?))
+            .await
+            .unwrap();
+        assert_eq!(values(&store).await, vec![2]);
+    }
+
+    #[tokio::test]
+    async fn an_in_memory_database_is_refused_with_a_clear_error() {
+        let err = Store::open("sqlite::memory:", Durability::Full)
+            .await
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("in-memory"), "{err}");
+    }
 }

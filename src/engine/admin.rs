@@ -890,16 +890,11 @@ impl Engine {
         self.inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    sqlx::query(
-                        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE key_hash = ?",
-                    )
-                    .bind(now)
-                    .bind(&h)
-                    .execute(&mut *conn)
-                    .await?;
-                    Ok(())
-                })
+                conn.execute(
+                    "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE key_hash = ?",
+                    rusqlite::params![now, h],
+                )?;
+                Ok(())
             })
             .await?;
         self.forget_api_key(&hash);
@@ -942,25 +937,18 @@ impl Engine {
         self.inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    for (i, k) in keys.iter().enumerate() {
-                        // `now + i` keeps the file's order among keys added together.
-                        let at = now + i as Millis;
-                        sqlx::query(
-                            "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
-                             VALUES (?1, ?2, 'config', ?3, CASE WHEN ?4 THEN NULL ELSE ?3 END, CASE WHEN ?4 THEN ?3 END) \
-                             ON CONFLICT (kid) DO UPDATE SET secret = excluded.secret, source = 'config', \
-                             retired_at = COALESCE(token_keys.retired_at, excluded.retired_at)",
-                        )
-                        .bind(&k.kid)
-                        .bind(&k.secret)
-                        .bind(at)
-                        .bind(k.retired)
-                        .execute(&mut *conn)
-                        .await?;
-                    }
-                    Ok(())
-                })
+                let mut insert = conn.prepare(
+                    "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
+                     VALUES (?1, ?2, 'config', ?3, CASE WHEN ?4 THEN NULL ELSE ?3 END, CASE WHEN ?4 THEN ?3 END) \
+                     ON CONFLICT (kid) DO UPDATE SET secret = excluded.secret, source = 'config', \
+                     retired_at = COALESCE(token_keys.retired_at, excluded.retired_at)",
+                )?;
+                for (i, k) in keys.iter().enumerate() {
+                    // `now + i` keeps the file's order among keys added together.
+                    let at = now + i as Millis;
+                    insert.execute(rusqlite::params![k.kid, k.secret, at, k.retired])?;
+                }
+                Ok(())
             })
             .await?;
         if let Some(ttl) = ttl_ms.filter(|t| *t > 0) {
@@ -1076,19 +1064,12 @@ impl Engine {
             .inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    let done = sqlx::query(
-                        "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
-                         VALUES (?, ?, 'dashboard', ?, ?, NULL) ON CONFLICT (kid) DO NOTHING",
-                    )
-                    .bind(&kid)
-                    .bind(&secret)
-                    .bind(now)
-                    .bind(activate.then_some(now))
-                    .execute(&mut *conn)
-                    .await?;
-                    Ok(done.rows_affected() == 1)
-                })
+                let inserted = conn.execute(
+                    "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
+                     VALUES (?, ?, 'dashboard', ?, ?, NULL) ON CONFLICT (kid) DO NOTHING",
+                    rusqlite::params![kid, secret, now, activate.then_some(now)],
+                )?;
+                Ok(inserted == 1)
             })
             .await?;
         if !inserted {
@@ -1120,12 +1101,7 @@ impl Engine {
         let changed = self
             .inner
             .store
-            .write(move |conn| {
-                Box::pin(async move {
-                    let done = sqlx::query(sql).bind(now).bind(&k).execute(&mut *conn).await?;
-                    Ok(done.rows_affected() == 1)
-                })
-            })
+            .write(move |conn| Ok(conn.execute(sql, rusqlite::params![now, k])? == 1))
             .await?;
         if !changed {
             let exists: Option<String> = sqlx::query_scalar("SELECT kid FROM token_keys WHERE kid = ?")

@@ -426,14 +426,10 @@ impl Engine {
             .inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    let r = sqlx::query("UPDATE principals SET password_hash = ? WHERE id = ?")
-                        .bind(&phc)
-                        .bind(&id)
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(r.rows_affected())
-                })
+                Ok(conn.execute(
+                    "UPDATE principals SET password_hash = ? WHERE id = ?",
+                    rusqlite::params![phc, id],
+                )?)
             })
             .await?;
         if changed == 0 {

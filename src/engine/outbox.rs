@@ -150,17 +150,11 @@ impl Engine {
         self.inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    sqlx::query("UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_at = ?, delivered_via = ?, message = ?, response_status = ?, last_error = NULL WHERE id = ?")
-                        .bind(now)
-                        .bind(&via)
-                        .bind(&message)
-                        .bind(status as i64)
-                        .bind(id)
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(())
-                })
+                conn.execute(
+                    "UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_at = ?, delivered_via = ?, message = ?, response_status = ?, last_error = NULL WHERE id = ?",
+                    rusqlite::params![now, via, message, status as i64, id],
+                )?;
+                Ok(())
             })
             .await
     }
@@ -179,25 +173,13 @@ impl Engine {
         self.inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    let attempts: i64 = sqlx::query_scalar("SELECT attempts FROM outbox WHERE id = ?")
-                        .bind(id)
-                        .fetch_optional(&mut *conn)
-                        .await?
-                        .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))?;
-                    let attempts = attempts + 1;
-                    let state = if !retry || attempts >= MAX_ATTEMPTS { "failed" } else { "pending" };
-                    sqlx::query("UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?, response_status = ? WHERE id = ?")
-                        .bind(state)
-                        .bind(attempts)
-                        .bind(now + backoff_ms(attempts))
-                        .bind(&error)
-                        .bind(status.map(i64::from))
-                        .bind(id)
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(())
-                })
+                let attempts = outbox_attempts(conn, id)? + 1;
+                let state = if !retry || attempts >= MAX_ATTEMPTS { "failed" } else { "pending" };
+                conn.execute(
+                    "UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?, response_status = ? WHERE id = ?",
+                    rusqlite::params![state, attempts, now + backoff_ms(attempts), error, status.map(i64::from), id],
+                )?;
+                Ok(())
             })
             .await
     }
@@ -217,16 +199,11 @@ impl Engine {
         self.inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    sqlx::query("UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_at = ?, delivered_via = ?, message = ?, last_error = NULL WHERE id = ?")
-                        .bind(now)
-                        .bind(&via)
-                        .bind(&message)
-                        .bind(id)
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(())
-                })
+                conn.execute(
+                    "UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_at = ?, delivered_via = ?, message = ?, last_error = NULL WHERE id = ?",
+                    rusqlite::params![now, via, message, id],
+                )?;
+                Ok(())
             })
             .await
     }
@@ -237,24 +214,13 @@ impl Engine {
         self.inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    let attempts: i64 = sqlx::query_scalar("SELECT attempts FROM outbox WHERE id = ?")
-                        .bind(id)
-                        .fetch_optional(&mut *conn)
-                        .await?
-                        .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))?;
-                    let attempts = attempts + 1;
-                    let status = if attempts >= MAX_ATTEMPTS { "failed" } else { "pending" };
-                    sqlx::query("UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?")
-                        .bind(status)
-                        .bind(attempts)
-                        .bind(now + backoff_ms(attempts))
-                        .bind(&error)
-                        .bind(id)
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(())
-                })
+                let attempts = outbox_attempts(conn, id)? + 1;
+                let status = if attempts >= MAX_ATTEMPTS { "failed" } else { "pending" };
+                conn.execute(
+                    "UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
+                    rusqlite::params![status, attempts, now + backoff_ms(attempts), error, id],
+                )?;
+                Ok(())
             })
             .await
     }
@@ -264,14 +230,11 @@ impl Engine {
         self.inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    sqlx::query("UPDATE outbox SET status = 'dropped', last_error = ? WHERE id = ?")
-                        .bind(&why)
-                        .bind(id)
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(())
-                })
+                conn.execute(
+                    "UPDATE outbox SET status = 'dropped', last_error = ? WHERE id = ?",
+                    rusqlite::params![why, id],
+                )?;
+                Ok(())
             })
             .await
     }
@@ -294,18 +257,14 @@ impl Engine {
         self.inner
             .store
             .write(move |conn| {
-                Box::pin(async move {
-                    let n = sqlx::query("UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = ? WHERE id = ? AND status IN ('failed', 'dropped')")
-                        .bind(now)
-                        .bind(id)
-                        .execute(&mut *conn)
-                        .await?
-                        .rows_affected();
-                    if n == 0 {
-                        return Err(EngineError::NotFound(format!("no failed outbox message {id}")));
-                    }
-                    Ok(())
-                })
+                let n = conn.execute(
+                    "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = ? WHERE id = ? AND status IN ('failed', 'dropped')",
+                    rusqlite::params![now, id],
+                )?;
+                if n == 0 {
+                    return Err(EngineError::NotFound(format!("no failed outbox message {id}")));
+                }
+                Ok(())
             })
             .await
     }
@@ -331,35 +290,37 @@ impl Engine {
                 .inner
                 .store
                 .write(move |conn| {
-                    Box::pin(async move {
-                        let directory = crate::runtime::load_directory(conn, &tenant).await?;
-                        let voted: Vec<String> =
-                            sqlx::query_scalar("SELECT DISTINCT principal FROM votes WHERE interrupt_id = ?")
-                                .bind(&interrupt_id)
-                                .fetch_all(&mut *conn)
-                                .await?;
-                        let mut n = 0;
-                        for p in crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory) {
-                            if voted.contains(&p.id) {
-                                continue;
-                            }
-                            sqlx::query("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'reminder', ?, ?, ?, ?, ?, 'pending', ?, ?)")
-                                .bind(&run_id).bind(&node_id).bind(&interrupt_id).bind(&p.id).bind(&p.email).bind(now).bind(now)
-                                .execute(&mut *conn)
-                                .await?;
-                            n += 1;
+                    let directory = crate::runtime::load_directory(conn, &tenant)?;
+                    let voted: Vec<String> = conn
+                        .prepare_cached("SELECT DISTINCT principal FROM votes WHERE interrupt_id = ?")?
+                        .query_map([&interrupt_id], |r| r.get(0))?
+                        .collect::<rusqlite::Result<_>>()?;
+                    let mut n = 0;
+                    for p in crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory) {
+                        if voted.contains(&p.id) {
+                            continue;
                         }
-                        sqlx::query("UPDATE interrupts SET reminded_at = ? WHERE interrupt_id = ?")
-                            .bind(now)
-                            .bind(&interrupt_id)
-                            .execute(&mut *conn)
-                            .await?;
-                        Ok(n)
-                    })
+                        conn.prepare_cached("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'reminder', ?, ?, ?, ?, ?, 'pending', ?, ?)")?
+                            .execute(rusqlite::params![run_id, node_id, interrupt_id, p.id, p.email, now, now])?;
+                        n += 1;
+                    }
+                    conn.execute(
+                        "UPDATE interrupts SET reminded_at = ? WHERE interrupt_id = ?",
+                        rusqlite::params![now, interrupt_id],
+                    )?;
+                    Ok(n)
                 })
                 .await?;
             queued += count;
         }
         Ok(queued)
     }
+}
+
+/// Attempts so far of an outbox message, read inside a write command.
+fn outbox_attempts(conn: &crate::store::WriteConn, id: i64) -> Result<i64> {
+    use rusqlite::OptionalExtension;
+    conn.query_row("SELECT attempts FROM outbox WHERE id = ?", [id], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))
 }
