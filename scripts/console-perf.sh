@@ -39,7 +39,8 @@ key = "perf-test-key-0123456789"
 principal = "perf"
 scopes = ["admin"]
 TOML
-RUST_LOG=warn "$BIN" serve --config "$dir/perf.toml" > "$dir/out" 2>&1 &
+# TOLLGATE_* variables are server configuration; keep this script's own out.
+RUST_LOG=warn env -u TOLLGATE_BIN "$BIN" serve --config "$dir/perf.toml" > "$dir/out" 2>&1 &
 pid=$!
 for _ in $(seq 300); do grep -q "listening on" "$dir/out" 2>/dev/null && break; sleep 0.1; done
 url=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$dir/out")
