@@ -103,7 +103,7 @@ impl RunRow {
     }
 }
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 struct NodeRow {
     node_id: String,
     status: String,
