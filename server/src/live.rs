@@ -31,13 +31,18 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// as one event (a burst of runs causes one refetch, not one per run).
 pub const COALESCE: Duration = Duration::from_millis(150);
 
-/// Set when the server shuts down: open streams end, so a graceful shutdown
-/// does not wait for browser tabs.
+/// Set when the server shuts down: open streams (the inbox's and the run
+/// event streams) end, so a graceful shutdown does not wait for clients.
 static CLOSING: LazyLock<watch::Sender<bool>> = LazyLock::new(|| watch::channel(false).0);
 
-/// Ends every open inbox stream.
+/// Ends every open stream.
 pub fn close_streams() {
     CLOSING.send_replace(true);
+}
+
+/// Changes to `true` when the server shuts down.
+pub fn closing() -> watch::Receiver<bool> {
+    CLOSING.subscribe()
 }
 
 #[derive(Deserialize)]
@@ -61,7 +66,7 @@ pub async fn inbox_stream(
         engine: state.engine.clone(),
         principal,
         notices,
-        closing: CLOSING.subscribe(),
+        closing: closing(),
         missed,
     };
     let mut res = Sse::new(stream::unfold(follow, next_event))

@@ -568,3 +568,58 @@ async fn event_payloads_and_snapshots_follow_the_closed_v2_schemas() {
         assert!(seen.contains(t), "{t} was exercised: {seen:?}");
     }
 }
+
+#[tokio::test]
+async fn an_open_event_stream_does_not_hold_up_a_graceful_shutdown() {
+    let (mut s, _dir) = Server::start_fresh().await;
+    let run = s.create("conformance-approval").await;
+    let mut res = s
+        .client
+        .get(s.url(&format!("/runs/{}/events", seg(&run))))
+        .bearer_auth(OWNER)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let mut text = String::new();
+    while parse_sse(&text).len() < 4 || !text.ends_with("\n\n") {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), res.chunk())
+            .await
+            .expect("suspend events arrive")
+            .unwrap()
+            .expect("the stream stays open while the run waits");
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    // A long poll that would wait up to 60 s for the next event.
+    let poll = s
+        .client
+        .get(s.url(&format!(
+            "/runs/{}/events/poll?afterSequence=3&timeout=60",
+            seg(&run)
+        )))
+        .bearer_auth(OWNER)
+        .send();
+    let poll = tokio::spawn(poll);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The run waits at its gate, so the stream would stay open (keep-alives
+    // every 15 s) for as long as the client listens, and the poll for 60 s.
+    // A hang guard below the poll's 60 s, not a timing check:
+    let status = s.terminate(Duration::from_secs(40)).await;
+    let status = status.expect("the server exits on SIGTERM while a stream and a long poll are open");
+    assert!(status.success(), "graceful shutdown exits 0: {status:?}");
+    // The stream ended cleanly, at a frame boundary.
+    while let Ok(Some(chunk)) = res.chunk().await {
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    assert_eq!(
+        types(&frames_to_events(&run, &text)).last().unwrap(),
+        "node.suspended"
+    );
+    // The long poll was answered, with nothing new, before the server went.
+    let poll = poll.await.unwrap().expect("the long poll is answered");
+    assert_eq!(poll.status().as_u16(), 200);
+    let body: Value = poll.json().await.unwrap();
+    assert_eq!(body["events"], json!([]), "{body}");
+    assert_eq!(body["status"], "waiting-approval", "{body}");
+}

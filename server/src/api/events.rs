@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use tollgate::auth::Scope;
 use tollgate::ids::parse_run_id;
 use tollgate::{Actor, Engine, RunEvent};
@@ -110,6 +110,8 @@ struct Cursor {
     after: i64,
     buffer: VecDeque<RunEvent>,
     notices: broadcast::Receiver<String>,
+    /// The server is shutting down: end the stream rather than hold it up.
+    closing: watch::Receiver<bool>,
     done: bool,
 }
 
@@ -127,6 +129,7 @@ fn event_stream(
         after,
         buffer: VecDeque::new(),
         notices,
+        closing: crate::live::closing(),
         done: false,
     };
     stream::unfold(cursor, |mut c| async move {
@@ -143,7 +146,7 @@ fn event_stream(
                     .data(data);
                 return Some((Ok(event), c));
             }
-            if c.done {
+            if c.done || *c.closing.borrow() {
                 return None;
             }
             match c.engine.events_after(&c.run_id, &c.actor, c.after, 500).await {
@@ -157,7 +160,11 @@ fn event_stream(
                         }
                         // Wait for this run's log to grow.
                         loop {
-                            match c.notices.recv().await {
+                            let notice = tokio::select! {
+                                n = c.notices.recv() => n,
+                                _ = c.closing.changed() => return None,
+                            };
+                            match notice {
                                 Ok(id) if id == c.run_id => break,
                                 Ok(_) => continue,
                                 Err(broadcast::error::RecvError::Lagged(_)) => break,
@@ -233,10 +240,12 @@ pub async fn poll(
             "afterSequence must be ≥ -1",
         ));
     }
-    let (events, snapshot) = state
-        .engine
-        .poll_events(&run_id, &auth.actor, after, Duration::from_secs_f64(timeout))
-        .await?;
+    let mut closing = crate::live::closing();
+    let (events, snapshot) = tokio::select! {
+        r = state.engine.poll_events(&run_id, &auth.actor, after, Duration::from_secs_f64(timeout)) => r?,
+        // Shutting down: answer now with what there is instead of holding the shutdown up.
+        _ = closing.changed() => state.engine.poll_events(&run_id, &auth.actor, after, Duration::ZERO).await?,
+    };
     let last = events.last().map(|e| e.sequence).unwrap_or(-1);
     let status = snapshot["status"].clone();
     let terminal = status.as_str().is_some_and(tollgate::engine::is_terminal_status);

@@ -265,6 +265,27 @@ impl Server {
         }
     }
 
+    /// SIGTERM, then waits for the process to exit; `None` if it has not
+    /// exited within `within` (a graceful shutdown that hangs).
+    pub async fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        let pid = child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        assert!(sent.success(), "kill -TERM {pid}");
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// What the server printed so far (for failure messages).
     pub fn output(&self) -> String {
         self.log.lock().map(|l| l.join("\n")).unwrap_or_default()
