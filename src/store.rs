@@ -283,6 +283,24 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_writer_commits_with_the_configured_durability_in_wal_mode() {
+        for (durability, level) in [(Durability::Full, 2), (Durability::Relaxed, 1)] {
+            let dir = tempfile::tempdir().unwrap();
+            let url = format!("sqlite://{}", dir.path().join("d.db").display());
+            let store = Store::open(&url, durability).await.unwrap();
+            let (sync, mode): (i64, String) = store
+                .write(|c| {
+                    let sync = c.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+                    let mode = c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+                    Ok((sync, mode))
+                })
+                .await
+                .unwrap();
+            assert_eq!((sync, mode.as_str()), (level, "wal"), "{durability:?}");
+        }
+    }
+
+    #[tokio::test]
     async fn an_in_memory_database_is_refused_with_a_clear_error() {
         let err = Store::open("sqlite::memory:", Durability::Full)
             .await
