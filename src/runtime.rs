@@ -17,6 +17,7 @@ use rusqlite::OptionalExtension;
 use serde_json::{json, Map, Value};
 use sqlx::SqliteConnection;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::LazyLock;
 
 /// Default bound on how often one node may run in one run (a runaway loop guard).
 pub const DEFAULT_RECURSION_LIMIT: i64 = 25;
@@ -213,26 +214,41 @@ pub(crate) async fn load_run(conn: &mut SqliteConnection, run_id: &str) -> Resul
     )
 }
 
-/// The run with its node states, in one statement (the writer's hot path).
-pub(crate) fn load_run_for_update(conn: &WriteConn, run_id: &str) -> Result<Option<RunRow>> {
-    let sql = format!(
+// Statements the writer runs on every command, built once (they splice in
+// the column lists) so the hot path neither formats nor allocates SQL text.
+static LOAD_RUN_FOR_UPDATE: LazyLock<String> = LazyLock::new(|| {
+    format!(
         "SELECT {RUN_COLUMNS}, (SELECT json_group_array(json_array(node_id, status, visits, output, pending_in, due_at, waiting)) \
          FROM node_states WHERE node_states.run_id = runs.run_id) AS nodes_json FROM runs WHERE run_id = ?"
-    );
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([run_id], RunRow::from_write_row)
-        .optional()?)
-}
-
+    )
+});
 /// The newest interrupt of a node with its votes as JSON (`votes_json`).
-fn latest_interrupt_sql() -> String {
+static LATEST_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {INTERRUPT_COLUMNS}, (SELECT json_group_array(json_array(principal, action, superseded, is_override)) FROM \
            (SELECT v.principal, v.action, v.superseded, COALESCE(p.is_override, 0) AS is_override FROM votes v \
             LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = interrupts.interrupt_id ORDER BY v.seq)) AS votes_json \
          FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
     )
+});
+static PENDING_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ? AND status = 'pending'")
+});
+static INSERT_RUN: LazyLock<String> = LazyLock::new(|| {
+    format!("INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+});
+static INSERT_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO interrupts ({INTERRUPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)"
+    )
+});
+
+/// The run with its node states, in one statement (the writer's hot path).
+pub(crate) fn load_run_for_update(conn: &WriteConn, run_id: &str) -> Result<Option<RunRow>> {
+    Ok(conn
+        .prepare_cached(&LOAD_RUN_FOR_UPDATE)?
+        .query_row([run_id], RunRow::from_write_row)
+        .optional()?)
 }
 
 pub(crate) async fn latest_interrupt(
@@ -240,7 +256,7 @@ pub(crate) async fn latest_interrupt(
     run_id: &str,
     node_id: &str,
 ) -> Result<Option<InterruptRow>> {
-    Ok(sqlx::query_as::<_, InterruptRow>(&latest_interrupt_sql())
+    Ok(sqlx::query_as::<_, InterruptRow>(&LATEST_INTERRUPT)
         .bind(run_id)
         .bind(node_id)
         .fetch_optional(conn)
@@ -254,7 +270,7 @@ pub(crate) fn latest_interrupt_for_update(
     node_id: &str,
 ) -> Result<Option<InterruptRow>> {
     Ok(conn
-        .prepare_cached(&latest_interrupt_sql())?
+        .prepare_cached(&LATEST_INTERRUPT)?
         .query_row([run_id, node_id], InterruptRow::from_write_row)
         .optional()?)
 }
@@ -264,10 +280,8 @@ pub(crate) fn pending_interrupt_for_update(
     conn: &WriteConn,
     interrupt_id: &str,
 ) -> Result<Option<InterruptRow>> {
-    let sql =
-        format!("SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ? AND status = 'pending'");
     Ok(conn
-        .prepare_cached(&sql)?
+        .prepare_cached(&PENDING_INTERRUPT)?
         .query_row([interrupt_id], InterruptRow::from_write_row)
         .optional()?)
 }
@@ -374,10 +388,7 @@ impl<'a> Exec<'a> {
             completed_at: None,
             nodes_json: None,
         };
-        conn.prepare_cached(&format!(
-            "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        ))?
-        .execute(rusqlite::params![
+        conn.prepare_cached(&INSERT_RUN)?.execute(rusqlite::params![
             run.run_id,
             run.tenant,
             run.workflow_id,
@@ -579,9 +590,7 @@ impl<'a> Exec<'a> {
         let owner_subject = self.run.owner_subject_id();
         let deadline = spec.timeout_ms.map(|t| self.now + t as i64);
         self.writes
-            .sql(&format!(
-                "INSERT INTO interrupts ({INTERRUPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)"
-            ))
+            .sql(&INSERT_INTERRUPT)
             .text(&interrupt_id)
             .text(&self.run.run_id)
             .text(node_id)
@@ -1022,7 +1031,7 @@ impl<'a> Exec<'a> {
 /// the end (each statement prepared once per connection).
 #[derive(Default)]
 pub(crate) struct Batch {
-    statements: Vec<(String, Vec<SqlValue>)>,
+    statements: Vec<(&'static str, Vec<SqlValue>)>,
 }
 
 impl Batch {
@@ -1031,8 +1040,8 @@ impl Batch {
     }
 
     /// Starts a statement; the following `text`/`int` calls bind its `?`s in order.
-    pub fn sql(&mut self, statement: &str) -> &mut Self {
-        self.statements.push((statement.to_string(), Vec::new()));
+    pub fn sql(&mut self, statement: &'static str) -> &mut Self {
+        self.statements.push((statement, Vec::new()));
         self
     }
     fn arg(&mut self, v: SqlValue) -> &mut Self {
@@ -1057,7 +1066,7 @@ impl Batch {
     }
     pub fn execute(self, conn: &WriteConn) -> Result<()> {
         for (sql, args) in self.statements {
-            conn.prepare_cached(&sql)?
+            conn.prepare_cached(sql)?
                 .execute(rusqlite::params_from_iter(args))?;
         }
         Ok(())
