@@ -322,13 +322,13 @@ async fn sse_frames_carry_sequence_and_type_and_close_after_the_terminal_event()
     assert!(none.is_empty(), "{none:?}");
 }
 
-#[tokio::test]
-async fn sse_streams_live_events_and_ends_with_the_run() {
-    let (s, _dir) = Server::start_fresh().await;
-    let run = s.create("conformance-approval").await;
+/// Opens a run's SSE stream and reads until the four events of the suspend
+/// (the run waits at its gate, so the stream stays open); returns the open
+/// response and the text read.
+async fn stream_until_suspended(s: &Server, run: &str) -> (reqwest::Response, String) {
     let mut res = s
         .client
-        .get(s.url(&format!("/runs/{}/events", seg(&run))))
+        .get(s.url(&format!("/runs/{}/events", seg(run))))
         .bearer_auth(OWNER)
         .header("accept", "text/event-stream")
         .send()
@@ -336,7 +336,6 @@ async fn sse_streams_live_events_and_ends_with_the_run() {
         .unwrap();
     assert_eq!(res.status().as_u16(), 200);
     let mut text = String::new();
-    // The four events of the suspend arrive while the run waits.
     while parse_sse(&text).len() < 4 || !text.ends_with("\n\n") {
         let chunk = tokio::time::timeout(Duration::from_secs(30), res.chunk())
             .await
@@ -345,6 +344,14 @@ async fn sse_streams_live_events_and_ends_with_the_run() {
             .expect("the stream stays open while the run waits");
         text.push_str(std::str::from_utf8(&chunk).unwrap());
     }
+    (res, text)
+}
+
+#[tokio::test]
+async fn sse_streams_live_events_and_ends_with_the_run() {
+    let (s, _dir) = Server::start_fresh().await;
+    let run = s.create("conformance-approval").await;
+    let (mut res, mut text) = stream_until_suspended(&s, &run).await;
     let seen = frames_to_events(&run, &text);
     assert_eq!(types(&seen).last().unwrap(), "node.suspended");
     s.resolve(&run, "gate", OWNER, json!({"action": "reject"}))
@@ -573,24 +580,7 @@ async fn event_payloads_and_snapshots_follow_the_closed_v2_schemas() {
 async fn an_open_event_stream_does_not_hold_up_a_graceful_shutdown() {
     let (mut s, _dir) = Server::start_fresh().await;
     let run = s.create("conformance-approval").await;
-    let mut res = s
-        .client
-        .get(s.url(&format!("/runs/{}/events", seg(&run))))
-        .bearer_auth(OWNER)
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 200);
-    let mut text = String::new();
-    while parse_sse(&text).len() < 4 || !text.ends_with("\n\n") {
-        let chunk = tokio::time::timeout(Duration::from_secs(30), res.chunk())
-            .await
-            .expect("suspend events arrive")
-            .unwrap()
-            .expect("the stream stays open while the run waits");
-        text.push_str(std::str::from_utf8(&chunk).unwrap());
-    }
+    let (mut res, mut text) = stream_until_suspended(&s, &run).await;
     // A long poll that would wait up to 60 s for the next event.
     let poll = s
         .client
