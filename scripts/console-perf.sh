@@ -15,8 +15,8 @@ if [ "$PROFILE" = release ]; then
 else
   cargo build -q -p tollgate-server --bin tollgate --example console_perf
 fi
-# TOLLGATE_BIN: another server binary to measure (e.g. a copy built before a change).
-BIN=${TOLLGATE_BIN:-target/$PROFILE/tollgate}
+# SERVER_BIN: another server binary to measure (e.g. a copy built before a change).
+BIN=${SERVER_BIN:-target/$PROFILE/tollgate}
 dir=$(mktemp -d)
 trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
 # ada's password is "ada-demo-pass" (the e2e people's hash).
@@ -39,8 +39,7 @@ key = "perf-test-key-0123456789"
 principal = "perf"
 scopes = ["admin"]
 TOML
-# TOLLGATE_* variables are server configuration; keep this script's own out.
-RUST_LOG=warn env -u TOLLGATE_BIN "$BIN" serve --config "$dir/perf.toml" > "$dir/out" 2>&1 &
+RUST_LOG=warn "$BIN" serve --config "$dir/perf.toml" > "$dir/out" 2>&1 &
 pid=$!
 for _ in $(seq 300); do grep -q "listening on" "$dir/out" 2>/dev/null && break; sleep 0.1; done
 url=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$dir/out")

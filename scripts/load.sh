@@ -3,7 +3,7 @@
 # full unless DURABILITY=relaxed), creates RUNS runs suspended at an approval
 # gate and resolves them with CONCURRENCY clients. Prints runs/s, resolves/s,
 # p50 and p99. Only loopback traffic; stops by itself.
-# TOLLGATE_BIN: another server binary to measure (e.g. a copy built before a
+# SERVER_BIN: another server binary to measure (e.g. a copy built before a
 # change), to compare before/after in the same session.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ source scripts/env.sh
 RUNS=${RUNS:-4000}
 CONCURRENCY=${CONCURRENCY:-16}
 DURABILITY=${DURABILITY:-full}
-BIN=${TOLLGATE_BIN:-target/release/tollgate}
+BIN=${SERVER_BIN:-target/release/tollgate}
 cargo build --release -q -p tollgate-server --bin tollgate --example load
 dir=$(mktemp -d)
 trap 'kill $pid 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
@@ -30,8 +30,7 @@ key = "load-test-key-0123456789"
 principal = "load"
 scopes = ["admin"]
 TOML
-# TOLLGATE_* variables are server configuration; keep this script's own out.
-RUST_LOG=warn env -u TOLLGATE_BIN "$BIN" serve --config "$dir/load.toml" > "$dir/out" 2>&1 &
+RUST_LOG=warn "$BIN" serve --config "$dir/load.toml" > "$dir/out" 2>&1 &
 pid=$!
 for _ in $(seq 100); do grep -q "listening on" "$dir/out" 2>/dev/null && break; sleep 0.1; done
 url=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$dir/out")
