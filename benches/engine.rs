@@ -5,7 +5,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use tollgate::{Actor, CreateRun, Engine, EngineOptions, Lane, Principal};
+use tollgate::{Actor, CreateRun, Engine, EngineOptions, Principal};
 
 struct Bench {
     rt: tokio::runtime::Runtime,
@@ -49,10 +49,7 @@ fn setup_with(durability: tollgate::Durability) -> Bench {
             .unwrap();
         (
             engine,
-            Actor {
-                principal: p,
-                lane: Lane::ApiKey,
-            },
+            Actor::operator(p),
         )
     });
     Bench {

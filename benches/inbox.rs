@@ -9,7 +9,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use tollgate::engine::inbox::{InboxFilter, InboxSort};
-use tollgate::{Actor, CreateRun, Engine, EngineOptions, Lane, Principal};
+use tollgate::{Actor, CreateRun, Engine, EngineOptions, Principal};
 
 fn person(id: &str, groups: &[&str]) -> Principal {
     Principal {
@@ -55,10 +55,7 @@ fn inbox(c: &mut Criterion) {
                 .await
                 .unwrap();
         }
-        let actor = Actor {
-            principal: owner,
-            lane: Lane::ApiKey,
-        };
+        let actor = Actor::operator(owner);
         let t = Instant::now();
         let mut last = String::new();
         // ann may decide `pending` of them; as many again are someone else's.

@@ -121,7 +121,9 @@ impl ApprovalRules {
 
     /// Decides whether `principal` may vote; returns the ref that admits them.
     /// Membership is read from the principal as it is now (decision time).
-    pub fn eligibility(&self, principal: &Principal, run_owner: &str) -> Result<String> {
+    /// `holds_respond`: whether the voter holds `approvals:respond` (the
+    /// only thing that admits anyone to a gate without approver refs).
+    pub fn eligibility(&self, principal: &Principal, run_owner: &str, holds_respond: bool) -> Result<String> {
         if self.prevent_self_approval && principal.id == run_owner {
             return Err(EngineError::Forbidden(
                 "the principal who started the run may not approve its own gate".into(),
@@ -131,7 +133,14 @@ impl ApprovalRules {
             && self.approver_group_refs.is_empty()
             && self.approver_role_refs.is_empty()
         {
-            return Ok("scope:approvals:respond".into());
+            return if holds_respond {
+                Ok("scope:approvals:respond".into())
+            } else {
+                Err(EngineError::Forbidden(format!(
+                    "{} does not hold approvals:respond, which this gate (without approver refs) requires",
+                    principal.id
+                )))
+            };
         }
         let qualified = format!("{}:{}", crate::directory::ISSUER, principal.id);
         if self
@@ -307,12 +316,63 @@ pub struct Ballot {
     pub principal: String,
     pub action: String,
     pub is_override: bool,
+    /// What an approving vote approved: `None` for the artifact as requested
+    /// (`accept`, or an `edit-accept` that changed nothing), else the
+    /// `editedArtifactData`. Only votes that approved the same data add up.
+    #[serde(default)]
+    pub approves: Option<Value>,
+}
+
+impl Ballot {
+    /// `accept` and `edit-accept` approve.
+    pub fn approves_something(&self) -> bool {
+        is_approving(&self.action)
+    }
+    /// `reject` and `refine` reject (a refine is a rejection that carries feedback).
+    pub fn rejects(&self) -> bool {
+        is_rejecting(&self.action)
+    }
+}
+
+/// `accept` and `edit-accept` approve.
+pub fn is_approving(action: &str) -> bool {
+    action == "accept" || action == "edit-accept"
+}
+
+/// `reject` and `refine` reject: a refine never grants.
+pub fn is_rejecting(action: &str) -> bool {
+    action == "reject" || action == "refine"
+}
+
+/// The artifact data an approving vote approved, for counting a quorum:
+/// `None` for the requested artifact (`accept`, or an `edit-accept` whose
+/// data equals `original`), else the edited data.
+pub fn approved_data(action: &str, resume_value: &Value, original: Option<&Value>) -> Option<Value> {
+    if action != "edit-accept" {
+        return None;
+    }
+    match resume_value.get("editedArtifactData") {
+        None | Some(Value::Null) => None,
+        Some(edited) if Some(edited) == original => None,
+        Some(edited) => Some(edited.clone()),
+    }
+}
+
+/// The largest number of approving votes that approved the same data.
+pub fn agreeing_approvals(ballots: &[Ballot]) -> u32 {
+    let approving: Vec<&Ballot> = ballots.iter().filter(|b| b.approves_something()).collect();
+    approving
+        .iter()
+        .map(|b| approving.iter().filter(|o| o.approves == b.approves).count() as u32)
+        .max()
+        .unwrap_or(0)
 }
 
 /// What a gate's votes amount to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
-    /// Not decided yet; the run keeps waiting.
+    /// Not decided yet; the run keeps waiting. `accepts` is the largest group
+    /// of approvals of the same data; `rejects` counts rejects and refines.
     Pending {
         accepts: u32,
         rejects: u32,
@@ -321,11 +381,8 @@ pub enum Verdict {
         action: String,
         decision: &'static str,
     },
+    /// Rejected by the deciding vote, `reject` or `refine` (the node fails with `approval_rejected`).
     Rejected {
-        action: String,
-    },
-    /// Resolved without a grant or rejection (`refine`): the node completes with the feedback.
-    Resolved {
         action: String,
     },
 }
@@ -339,37 +396,40 @@ pub fn tally(rules: &ApprovalRules, ballots: &[Ballot]) -> Verdict {
             rejects: 0,
         };
     };
-    let is_accept = |a: &str| a == "accept" || a == "edit-accept";
-    if last.action == "refine" {
-        return Verdict::Resolved {
-            action: last.action.clone(),
-        };
-    }
     if last.is_override && rules.override_bypasses_quorum {
-        if is_accept(&last.action) {
+        if last.approves_something() {
             return Verdict::Granted {
                 action: last.action.clone(),
                 decision: "overridden",
             };
         }
-        if last.action == "reject" {
+        if last.rejects() {
             return Verdict::Rejected {
                 action: last.action.clone(),
             };
         }
     }
-    let accepts = ballots.iter().filter(|b| is_accept(&b.action)).count() as u32;
-    let rejects = ballots.iter().filter(|b| b.action == "reject").count() as u32;
+    // Only approvals of the same data as the vote just cast can have reached
+    // the quorum now (a group that reached it earlier would have decided).
+    let accepts = if last.approves_something() {
+        ballots
+            .iter()
+            .filter(|b| b.approves_something() && b.approves == last.approves)
+            .count() as u32
+    } else {
+        agreeing_approvals(ballots)
+    };
+    let rejects = ballots.iter().filter(|b| b.rejects()).count() as u32;
     let rejected = match rules.rejection_policy {
         RejectionPolicy::SingleVeto => rejects >= 1,
         RejectionPolicy::Majority => rejects * 2 > rules.required_approvals,
     };
     if rejected {
-        return Verdict::Rejected {
-            action: "reject".into(),
-        };
+        // The deciding vote names the action; an accept cannot tip a rejection.
+        let action = if last.rejects() { last.action.clone() } else { "reject".into() };
+        return Verdict::Rejected { action };
     }
-    if accepts >= rules.required_approvals {
+    if last.approves_something() && accepts >= rules.required_approvals {
         return Verdict::Granted {
             action: last.action.clone(),
             decision: "granted",
@@ -392,6 +452,14 @@ mod tests {
             principal: p.into(),
             action: a.into(),
             is_override: false,
+            approves: None,
+        }
+    }
+
+    fn edit(p: &str, data: Value) -> Ballot {
+        Ballot {
+            approves: Some(data),
+            ..b(p, "edit-accept")
         }
     }
 
@@ -556,27 +624,136 @@ mod tests {
             json!({"actions": ["accept"], "approversList": ["ann"], "approverGroupRefs": ["finance"], "approverRoleRefs": ["cfo"]}),
         );
         assert_eq!(
-            r.eligibility(&person("ann", &[], &[]), "x").unwrap(),
+            r.eligibility(&person("ann", &[], &[]), "x", true).unwrap(),
             "principal:ann"
         );
         assert_eq!(
-            r.eligibility(&person("bob", &["finance"], &[]), "x").unwrap(),
+            r.eligibility(&person("bob", &["finance"], &[]), "x", false).unwrap(),
             "group:finance"
         );
         assert_eq!(
-            r.eligibility(&person("cat", &[], &["cfo"]), "x").unwrap(),
+            r.eligibility(&person("cat", &[], &["cfo"]), "x", false).unwrap(),
             "role:cfo"
         );
         assert!(matches!(
-            r.eligibility(&person("dan", &["ops"], &["dev"]), "x"),
+            r.eligibility(&person("dan", &["ops"], &["dev"]), "x", true),
             Err(EngineError::Forbidden(_))
         ));
         let open = rules(json!({"actions": ["accept"], "requiredApprovals": 2}));
         assert!(matches!(
-            open.eligibility(&person("own", &[], &[]), "own"),
+            open.eligibility(&person("own", &[], &[]), "own", true),
             Err(EngineError::Forbidden(_))
         ));
-        assert!(open.eligibility(&person("other", &[], &[]), "own").is_ok());
+        assert!(open.eligibility(&person("other", &[], &[]), "own", true).is_ok());
+        // A gate without approver refs is open only to holders of approvals:respond.
+        assert!(matches!(
+            open.eligibility(&person("other", &[], &[]), "own", false),
+            Err(EngineError::Forbidden(_))
+        ));
+    }
+
+    #[test]
+    fn refine_is_a_rejecting_vote_under_the_rejection_policy() {
+        let veto = rules(json!({"actions": ["accept", "refine"], "requiredApprovals": 2}));
+        // One refine on a two-approver gate rejects it, naming refine.
+        assert_eq!(
+            tally(&veto, &[b("a", "refine")]),
+            Verdict::Rejected {
+                action: "refine".into()
+            }
+        );
+        assert_eq!(
+            tally(&veto, &[b("a", "accept"), b("b", "refine")]),
+            Verdict::Rejected {
+                action: "refine".into()
+            }
+        );
+        let majority = rules(
+            json!({"actions": ["accept", "reject", "refine"], "requiredApprovals": 3, "rejectionPolicy": "majority"}),
+        );
+        // Refines and rejects add up to the majority; the deciding vote names the action.
+        assert_eq!(
+            tally(&majority, &[b("a", "refine")]),
+            Verdict::Pending {
+                accepts: 0,
+                rejects: 1
+            }
+        );
+        assert_eq!(
+            tally(&majority, &[b("a", "reject"), b("b", "refine")]),
+            Verdict::Rejected {
+                action: "refine".into()
+            }
+        );
+        assert_eq!(
+            tally(&majority, &[b("a", "refine"), b("b", "reject")]),
+            Verdict::Rejected {
+                action: "reject".into()
+            }
+        );
+        // A refine never counts towards the quorum of approvals.
+        assert_eq!(
+            tally(&majority, &[b("a", "accept"), b("b", "refine"), b("c", "accept")]),
+            Verdict::Pending {
+                accepts: 2,
+                rejects: 1
+            }
+        );
+        // An override's refine decides alone where overrides bypass the quorum.
+        let bypass = rules(
+            json!({"actions": ["accept", "refine"], "requiredApprovals": 3, "rejectionPolicy": "majority", "overrideBypassesQuorum": true}),
+        );
+        let mut o = b("boss", "refine");
+        o.is_override = true;
+        assert_eq!(
+            tally(&bypass, &[o]),
+            Verdict::Rejected {
+                action: "refine".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_quorum_counts_only_approvals_of_the_same_data() {
+        let two = rules(json!({"actions": ["accept", "edit-accept"], "requiredApprovals": 2}));
+        // Two approvers who approved different data do not make a quorum.
+        assert_eq!(
+            tally(&two, &[edit("a", json!({"amount": 1})), edit("b", json!({"amount": 2}))]),
+            Verdict::Pending {
+                accepts: 1,
+                rejects: 0
+            }
+        );
+        assert_eq!(
+            tally(&two, &[b("a", "accept"), edit("b", json!({"amount": 2}))]),
+            Verdict::Pending {
+                accepts: 1,
+                rejects: 0
+            }
+        );
+        assert!(matches!(
+            tally(&two, &[edit("a", json!({"amount": 2})), edit("b", json!({"amount": 2}))]),
+            Verdict::Granted { .. }
+        ));
+        assert!(matches!(
+            tally(&two, &[edit("a", json!({"amount": 2})), b("b", "accept"), b("c", "accept")]),
+            Verdict::Granted { .. }
+        ));
+        // An edit that changes nothing approves the artifact as requested.
+        let original = json!({"amount": 1});
+        assert_eq!(
+            approved_data("edit-accept", &json!({"editedArtifactData": {"amount": 1}}), Some(&original)),
+            None
+        );
+        assert_eq!(
+            approved_data("edit-accept", &json!({"editedArtifactData": {"amount": 3}}), Some(&original)),
+            Some(json!({"amount": 3}))
+        );
+        assert_eq!(approved_data("accept", &json!({"editedArtifactData": {"x": 1}}), None), None);
+        assert_eq!(
+            agreeing_approvals(&[edit("a", json!(1)), edit("b", json!(2)), edit("c", json!(2))]),
+            2
+        );
     }
 
     /// policy × action × quorum: what one more vote by a fresh principal does
@@ -590,17 +767,19 @@ mod tests {
             (SingleVeto, 1, "accept", "granted"),
             (SingleVeto, 1, "edit-accept", "granted"),
             (SingleVeto, 1, "reject", "rejected"),
-            (SingleVeto, 1, "refine", "resolved"),
+            (SingleVeto, 1, "refine", "rejected"),
             (SingleVeto, 3, "accept", "pending"),
             (SingleVeto, 3, "reject", "rejected"),
-            (SingleVeto, 3, "refine", "resolved"),
+            (SingleVeto, 3, "refine", "rejected"),
             (SingleVeto, 2, "accept", "granted"),
             (Majority, 1, "reject", "rejected"),
             (Majority, 3, "reject", "pending"),
             (Majority, 3, "accept", "pending"),
             (Majority, 2, "accept", "granted"),
             (Majority, 2, "reject", "pending"),
-            (Majority, 3, "refine", "resolved"),
+            (Majority, 3, "refine", "pending"),
+            (Majority, 1, "refine", "rejected"),
+            (Majority, 2, "refine", "pending"),
         ];
         for &(policy, required, action, expected) in cases {
             let r = ApprovalRules {
@@ -620,7 +799,6 @@ mod tests {
                 Verdict::Pending { .. } => "pending",
                 Verdict::Granted { .. } => "granted",
                 Verdict::Rejected { .. } => "rejected",
-                Verdict::Resolved { .. } => "resolved",
             };
             assert_eq!(got, expected, "{policy:?} required={required} action={action}");
         }

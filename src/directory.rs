@@ -1,6 +1,7 @@
 //! The local directory: principals with their groups and roles, and the v2
 //! Subject a principal presents on the wire.
 
+use crate::auth::Scope;
 use serde::{Deserialize, Serialize};
 
 pub const ISSUER: &str = "tollgate";
@@ -55,14 +56,86 @@ impl Principal {
     }
 }
 
-/// The actor of an engine operation.
+/// The actor of an engine operation: who, how they authenticated, and what
+/// they may do. Every engine operation checks the scope it needs itself, so
+/// no adapter can skip it.
 #[derive(Debug, Clone)]
 pub struct Actor {
     pub principal: Principal,
     pub lane: Lane,
+    /// `admin` implies every other scope.
+    pub scopes: Vec<Scope>,
 }
 
 impl Actor {
+    /// An API key's owner with the key's scopes.
+    pub fn api_key(principal: Principal, scopes: Vec<Scope>) -> Actor {
+        Actor {
+            principal,
+            lane: Lane::ApiKey,
+            scopes,
+        }
+    }
+
+    /// A person signed in to the console: reads and decides in their tenant;
+    /// with the `admin` role also administers it (the dashboard).
+    pub fn session(principal: Principal) -> Actor {
+        let mut scopes = vec![Scope::RunsRead, Scope::ApprovalsRespond];
+        if principal.roles.iter().any(|r| r == crate::engine::admin::ADMIN_ROLE) {
+            scopes.push(Scope::Admin);
+        }
+        Actor {
+            principal,
+            lane: Lane::Session,
+            scopes,
+        }
+    }
+
+    /// A link's recipient: sees what the link shows, and responds only while
+    /// the principal still holds `approvals:respond` (see
+    /// [`crate::Engine::holds_respond`]).
+    pub fn token(principal: Principal, may_respond: bool) -> Actor {
+        let mut scopes = vec![Scope::RunsRead];
+        if may_respond {
+            scopes.push(Scope::ApprovalsRespond);
+        }
+        Actor {
+            principal,
+            lane: Lane::Token,
+            scopes,
+        }
+    }
+
+    /// The instance operator acting for a principal (configuration, e.g. demo runs).
+    pub fn operator(principal: Principal) -> Actor {
+        Actor {
+            principal,
+            lane: Lane::ApiKey,
+            scopes: vec![Scope::Admin],
+        }
+    }
+
+    pub fn allows(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope) || self.scopes.contains(&Scope::Admin)
+    }
+
+    /// `403 forbidden` naming the missing scope.
+    pub fn require(&self, scope: Scope) -> crate::error::Result<()> {
+        if self.allows(scope) {
+            Ok(())
+        } else {
+            Err(crate::error::EngineError::Forbidden(format!(
+                "{} lacks the {} scope",
+                match self.lane {
+                    Lane::ApiKey => "this API key",
+                    Lane::Session => "this session",
+                    Lane::Token => "this link's recipient",
+                },
+                scope.as_str()
+            )))
+        }
+    }
+
     pub fn subject(&self) -> Subject {
         self.principal.subject(self.lane)
     }

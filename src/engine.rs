@@ -57,8 +57,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     /// Compiled definitions by content digest.
     compiled: RwLock<HashMap<String, SharedWorkflow>>,
-    /// Current digest of each workflow id.
-    current: RwLock<HashMap<String, String>>,
+    /// Current digest of each (tenant, workflow id); tenant `""` is the instance.
+    current: RwLock<HashMap<(String, String), String>>,
     /// API key digest → grant, with when it was last read from the database.
     keys: RwLock<HashMap<String, (Grant, Millis)>>,
     /// Run ids whose log grew; for SSE and long polls.
@@ -154,6 +154,8 @@ pub struct WorkflowInfo {
     pub id: String,
     pub name: String,
     pub version: String,
+    /// `instance` (from `[workflows] dirs`, read-only to tenants) or `tenant` (the caller's own).
+    pub scope: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -219,6 +221,20 @@ fn json_or_null(s: Option<&str>) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// The owner of instance-wide workflow definitions (no tenant id is empty).
+const INSTANCE: &str = "";
+const SCOPE_INSTANCE: &str = "instance";
+const SCOPE_TENANT: &str = "tenant";
+
+fn workflow_info(wf: &Workflow, owner: &str) -> WorkflowInfo {
+    WorkflowInfo {
+        id: wf.id.clone(),
+        name: wf.name.clone(),
+        version: wf.version.clone(),
+        scope: if owner == INSTANCE { SCOPE_INSTANCE } else { SCOPE_TENANT }.to_string(),
+    }
+}
+
 fn workflow_digest(raw: &Value) -> String {
     hex::encode(Sha256::digest(raw.to_string().as_bytes()))
 }
@@ -273,12 +289,12 @@ impl Engine {
     // ----- definitions -------------------------------------------------------
 
     async fn load_registered(&self) -> Result<()> {
-        let rows: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT w.id, w.digest, v.definition FROM workflows w JOIN workflow_versions v ON v.digest = w.digest",
+        let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+            "SELECT w.tenant, w.id, w.digest, v.definition FROM workflows w JOIN workflow_versions v ON v.digest = w.digest",
         )
         .fetch_all(&self.inner.store.read)
         .await?;
-        for (id, digest, text) in rows {
+        for (tenant, id, digest, text) in rows {
             let raw: Value = serde_json::from_str(&text)?;
             match definition::compile(raw) {
                 Ok(wf) => {
@@ -287,27 +303,51 @@ impl Engine {
                         .write()
                         .expect("lock")
                         .insert(digest.clone(), Arc::new(wf));
-                    self.inner.current.write().expect("lock").insert(id, digest);
+                    self.inner
+                        .current
+                        .write()
+                        .expect("lock")
+                        .insert((tenant, id), digest);
                 }
                 Err(e) => {
-                    tracing::warn!(workflow = %id, error = %e, "stored workflow no longer validates; not listed")
+                    tracing::warn!(workflow = %id, tenant = %tenant, error = %e, "stored workflow no longer validates; not listed")
                 }
             }
         }
         Ok(())
     }
 
-    /// Validates and registers (or replaces) a workflow definition.
+    /// Validates and registers (or replaces) an instance-wide workflow
+    /// definition: the instance operator's act (`[workflows] dirs`, tests,
+    /// tools on the database). Tenants register theirs with [`Engine::put_tenant_workflow`].
     pub async fn register_workflow(&self, raw: Value) -> Result<WorkflowInfo> {
         let wf = definition::compile(raw)?;
+        self.store_workflow(INSTANCE, wf).await
+    }
+
+    /// `PUT /workflows/{id}` by a tenant admin: registers or replaces the
+    /// definition in the actor's tenant; `true` when it was new. An
+    /// instance-wide definition with that id is read-only to tenants (403).
+    pub async fn put_tenant_workflow(&self, actor: &Actor, raw: Value) -> Result<(WorkflowInfo, bool)> {
+        actor.require(Scope::Admin)?;
+        let wf = definition::compile(raw)?;
+        if self.current_of(INSTANCE, &wf.id).is_some() {
+            return Err(EngineError::Forbidden(format!(
+                "workflow \"{}\" is instance-wide (loaded by the instance operator from [workflows] dirs) and read-only to tenants; register yours under another id",
+                wf.id
+            )));
+        }
+        let existed = self.current_of(actor.tenant(), &wf.id).is_some();
+        let info = self.store_workflow(actor.tenant(), wf).await?;
+        Ok((info, !existed))
+    }
+
+    async fn store_workflow(&self, tenant: &str, wf: Workflow) -> Result<WorkflowInfo> {
         let digest = workflow_digest(&wf.raw);
-        let info = WorkflowInfo {
-            id: wf.id.clone(),
-            name: wf.name.clone(),
-            version: wf.version.clone(),
-        };
+        let info = workflow_info(&wf, tenant);
         let now = self.now();
-        let (id, d, text, version, name) = (
+        let (t, id, d, text, version, name) = (
+            tenant.to_string(),
             wf.id.clone(),
             digest.clone(),
             wf.raw.to_string(),
@@ -322,9 +362,9 @@ impl Engine {
                     rusqlite::params![d, id, text, now],
                 )?;
                 conn.execute(
-                    "INSERT INTO workflows (id, digest, version, name, registered_at) VALUES (?, ?, ?, ?, ?) \
-                     ON CONFLICT (id) DO UPDATE SET digest = excluded.digest, version = excluded.version, name = excluded.name, registered_at = excluded.registered_at",
-                    rusqlite::params![id, d, version, name, now],
+                    "INSERT INTO workflows (tenant, id, digest, version, name, registered_at) VALUES (?, ?, ?, ?, ?, ?) \
+                     ON CONFLICT (tenant, id) DO UPDATE SET digest = excluded.digest, version = excluded.version, name = excluded.name, registered_at = excluded.registered_at",
+                    rusqlite::params![t, id, d, version, name, now],
                 )?;
                 Ok(())
             })
@@ -338,11 +378,11 @@ impl Engine {
             .current
             .write()
             .expect("lock")
-            .insert(info.id.clone(), digest);
+            .insert((tenant.to_string(), info.id.clone()), digest);
         Ok(info)
     }
 
-    /// Loads every `*.json` in `dir`; returns each file with its outcome.
+    /// Loads every `*.json` in `dir` as instance-wide definitions; returns each file with its outcome.
     pub async fn load_workflow_dir(
         &self,
         dir: &std::path::Path,
@@ -376,10 +416,27 @@ impl Engine {
         out
     }
 
-    fn current_workflow(&self, id: &str) -> Option<(String, SharedWorkflow)> {
-        let digest = self.inner.current.read().expect("lock").get(id)?.clone();
+    /// The definition registered under exactly (`tenant`, `id`).
+    fn current_of(&self, tenant: &str, id: &str) -> Option<(String, SharedWorkflow)> {
+        let digest = self
+            .inner
+            .current
+            .read()
+            .expect("lock")
+            .get(&(tenant.to_string(), id.to_string()))?
+            .clone();
         let wf = self.inner.compiled.read().expect("lock").get(&digest)?.clone();
         Some((digest, wf))
+    }
+
+    /// The definition `tenant` runs under `id`: the instance's (read-only to
+    /// tenants, so a tenant never shadows it), else the tenant's own; never
+    /// another tenant's.
+    fn visible_workflow(&self, tenant: &str, id: &str) -> Option<(String, SharedWorkflow, &'static str)> {
+        if let Some((d, wf)) = self.current_of(INSTANCE, id) {
+            return Some((d, wf, SCOPE_INSTANCE));
+        }
+        self.current_of(tenant, id).map(|(d, wf)| (d, wf, SCOPE_TENANT))
     }
 
     /// The compiled definition a run was started with (cached; read on the writer when not).
@@ -401,27 +458,54 @@ impl Engine {
         Ok(wf)
     }
 
-    /// The registered definition, as registered.
+    /// An instance-wide definition, as registered (operator tools and tests).
     pub fn workflow(&self, id: &str) -> Option<Value> {
-        self.current_workflow(id).map(|(_, wf)| wf.raw.clone())
+        self.current_of(INSTANCE, id).map(|(_, wf)| wf.raw.clone())
     }
 
+    /// The definition `actor`'s tenant sees under `id` (its own or the instance's).
+    pub fn workflow_for(&self, actor: &Actor, id: &str) -> Result<Value> {
+        actor.require(Scope::RunsRead)?;
+        self.visible_workflow(actor.tenant(), id)
+            .map(|(_, wf, _)| wf.raw.clone())
+            .ok_or_else(|| EngineError::NotFound(format!("no workflow \"{id}\"")))
+    }
+
+    /// Instance-wide workflow ids (discovery's `fixtures`: never a tenant's).
     pub fn workflow_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.inner.current.read().expect("lock").keys().cloned().collect();
+        let mut ids: Vec<String> = self
+            .inner
+            .current
+            .read()
+            .expect("lock")
+            .keys()
+            .filter(|(t, _)| t == INSTANCE)
+            .map(|(_, id)| id.clone())
+            .collect();
         ids.sort();
         ids
     }
 
-    pub fn workflows(&self) -> Vec<WorkflowInfo> {
-        self.workflow_ids()
+    /// The workflows `actor`'s tenant may run: the instance's and its own, by id.
+    pub fn workflows_for(&self, actor: &Actor) -> Result<Vec<WorkflowInfo>> {
+        actor.require(Scope::RunsRead)?;
+        let tenant = actor.tenant();
+        let mut ids: Vec<String> = self
+            .inner
+            .current
+            .read()
+            .expect("lock")
+            .keys()
+            .filter(|(t, _)| t == INSTANCE || t == tenant)
+            .map(|(_, id)| id.clone())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        Ok(ids
             .into_iter()
-            .filter_map(|id| self.current_workflow(&id))
-            .map(|(_, wf)| WorkflowInfo {
-                id: wf.id.clone(),
-                name: wf.name.clone(),
-                version: wf.version.clone(),
-            })
-            .collect()
+            .filter_map(|id| self.visible_workflow(tenant, &id))
+            .map(|(_, wf, scope)| workflow_info(&wf, if scope == SCOPE_INSTANCE { INSTANCE } else { tenant }))
+            .collect())
     }
 
     /// Validates a definition without registering it (the CLI's `workflow validate`).
@@ -432,6 +516,8 @@ impl Engine {
     // ----- directory and keys -------------------------------------------------
 
     pub async fn upsert_principal(&self, p: Principal) -> Result<()> {
+        // Every directory write comes through here: configuration, CLI, dashboard.
+        ids::check_tenant_id("tenant", &p.tenant)?;
         self.inner.principals.write().expect("lock").remove(&p.id);
         let id = p.id.clone();
         let result = self.inner
@@ -571,13 +657,7 @@ impl Engine {
         let Some(principal) = self.principal(&grant.principal_id).await? else {
             return Ok(None);
         };
-        Ok(Some((
-            Actor {
-                principal,
-                lane: crate::directory::Lane::ApiKey,
-            },
-            grant,
-        )))
+        Ok(Some((Actor::api_key(principal, grant.scopes.clone()), grant)))
     }
 
     // ----- runs ------------------------------------------------------------------
@@ -589,6 +669,7 @@ impl Engine {
         actor: &Actor,
         idem: Option<Idem>,
     ) -> Result<Outcome<RunCreated>> {
+        actor.require(Scope::RunsCreate)?;
         let tenant = actor.tenant().to_string();
         if let Some(t) = &req.tenant_id {
             if *t != tenant {
@@ -620,8 +701,8 @@ impl Engine {
                 return Err(EngineError::validation("metadata", "metadata must be an object"));
             }
         }
-        let (digest, wf) = self
-            .current_workflow(&req.workflow_id)
+        let (digest, wf, _) = self
+            .visible_workflow(&tenant, &req.workflow_id)
             .ok_or_else(|| EngineError::NotFound(format!("no workflow \"{}\"", req.workflow_id)))?;
         let owner = json!({ "tenant": tenant, "subject": actor.subject() });
         let now = self.now();
@@ -656,6 +737,7 @@ impl Engine {
     }
 
     async fn read_run(&self, run_id: &str, actor: &Actor) -> Result<RunRow> {
+        actor.require(Scope::RunsRead)?;
         if ids::tenant_of(run_id) != actor.tenant() {
             return Err(EngineError::TenantMismatch);
         }
@@ -679,6 +761,7 @@ impl Engine {
         actor: &Actor,
         idem: Option<Idem>,
     ) -> Result<Outcome<RunCreated>> {
+        actor.require(Scope::RunsCancel)?;
         if ids::tenant_of(run_id) != actor.tenant() {
             return Err(EngineError::TenantMismatch);
         }
@@ -723,6 +806,23 @@ impl Engine {
         actor: &Actor,
         idem: Option<Idem>,
     ) -> Result<Outcome<Resolved>> {
+        self.resolve_visit(run_id, node_id, None, resume_value, actor, idem)
+            .await
+    }
+
+    /// [`Engine::resolve`], and with `interrupt_id` only that interrupt (a
+    /// link's visit): a later visit pending at the node is refused (409),
+    /// checked inside the same writer command as the resolve.
+    async fn resolve_visit(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        interrupt_id: Option<String>,
+        resume_value: Value,
+        actor: &Actor,
+        idem: Option<Idem>,
+    ) -> Result<Outcome<Resolved>> {
+        actor.require(Scope::ApprovalsRespond)?;
         if ids::tenant_of(run_id) != actor.tenant() {
             return Err(EngineError::TenantMismatch);
         }
@@ -744,7 +844,7 @@ impl Engine {
             .store
             .write(move |conn| {
                 run_idempotent(conn, &tenant, idem, |conn| {
-                    this.apply_resolve(conn, &rid, &nid, resume_value, &actor, &principal, now)
+                    this.apply_resolve(conn, &rid, &nid, interrupt_id.as_deref(), resume_value, &actor, &principal, now)
                 })
             })
             .await?;
@@ -760,6 +860,7 @@ impl Engine {
         conn: &WriteConn,
         run_id: &str,
         node_id: &str,
+        interrupt_id: Option<&str>,
         resume_value: Value,
         actor: &Actor,
         principal: &Principal,
@@ -770,6 +871,12 @@ impl Engine {
         let interrupt = latest_interrupt_for_update(conn, run_id, node_id)?.ok_or_else(|| {
             EngineError::NotFound(format!("no interrupt on node \"{node_id}\" in run {run_id}"))
         })?;
+        if interrupt_id.is_some_and(|id| id != interrupt.interrupt_id) {
+            // The node was asked again (a loop): this link's visit is closed.
+            return Err(EngineError::AlreadyResolved(format!(
+                "this link was for an earlier visit of \"{node_id}\", which is closed"
+            )));
+        }
         if interrupt.status != "pending" || run.is_terminal() {
             return Err(EngineError::AlreadyResolved(format!(
                 "the interrupt on \"{node_id}\" is {} (run {})",
@@ -970,8 +1077,9 @@ impl Engine {
         self.inner.tokens.read().expect("lock").signing_key().is_some()
     }
 
-    /// Mints a token for `recipient` on the pending interrupt at `node_id`.
-    /// It expires after the configured lifetime, and never after the interrupt's deadline.
+    /// Mints a token for `recipient` on the pending interrupt at `node_id`
+    /// (the instance operator's tool: the CLI on the database). It expires
+    /// after the configured lifetime, and never after the interrupt's deadline.
     pub async fn mint_token(
         &self,
         run_id: &str,
@@ -987,13 +1095,65 @@ impl Engine {
                 EngineError::NotFound(format!("no pending interrupt on \"{node_id}\" in run {run_id}"))
             })?;
         drop(conn);
+        self.sign_for(&interrupt, recipient, intent)
+    }
+
+    /// Mints a token on exactly `interrupt_id` while it is pending (a mail
+    /// for one visit never links to a later one).
+    pub async fn mint_token_for(
+        &self,
+        interrupt_id: &str,
+        recipient: &Principal,
+        intent: Intent,
+    ) -> Result<(String, Millis)> {
+        let interrupt = sqlx::query_as::<_, InterruptRow>(&format!(
+            "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ? AND status = 'pending'"
+        ))
+        .bind(interrupt_id)
+        .fetch_optional(&self.inner.store.read)
+        .await?
+        .ok_or_else(|| EngineError::NotFound(format!("no pending interrupt {interrupt_id}")))?;
+        self.sign_for(&interrupt, recipient, intent)
+    }
+
+    /// A link for `actor` on the pending interrupt at `node_id`, as
+    /// `GET /runs/{runId}/interrupts/{nodeId}` hands it out: resolve-capable
+    /// only when the actor holds `approvals:respond` and may decide this
+    /// interrupt, else (and whenever `requested` is inspect) an inspect link.
+    /// `None` when the interrupt is not pending or no key can sign.
+    pub async fn link_for(
+        &self,
+        actor: &Actor,
+        run_id: &str,
+        node_id: &str,
+        requested: Option<Intent>,
+    ) -> Result<Option<(String, Millis, Intent)>> {
+        let view = self.inspect_interrupt(run_id, node_id, actor).await?;
+        if view.status != "pending" || !self.can_mint_tokens() {
+            return Ok(None);
+        }
+        let may_decide = self.may_decide(run_id, node_id, actor).await?.is_ok();
+        let intent = match requested {
+            Some(Intent::Inspect) => Intent::Inspect,
+            _ if may_decide => Intent::Resolve,
+            _ => Intent::Inspect,
+        };
+        match self.mint_token_for(&view.interrupt_id, &actor.principal, intent).await {
+            Ok((token, expires)) => Ok(Some((token, expires, intent))),
+            // Resolved between the read and the mint.
+            Err(EngineError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn sign_for(&self, interrupt: &InterruptRow, recipient: &Principal, intent: Intent) -> Result<(String, Millis)> {
         let now = self.now();
         let ttl = *self.inner.token_ttl_ms.read().expect("lock");
         let expires = interrupt.deadline_at.map_or(now + ttl, |d| d.min(now + ttl));
         let claims = Claims {
-            i: interrupt.interrupt_id,
-            r: run_id.to_string(),
-            n: node_id.to_string(),
+            i: interrupt.interrupt_id.clone(),
+            r: interrupt.run_id.clone(),
+            n: interrupt.node_id.clone(),
             p: recipient.id.clone(),
             t: intent,
             e: expires,
@@ -1064,16 +1224,57 @@ impl Engine {
                 "this link may only inspect the interrupt".into(),
             ));
         }
+        let actor = self.token_actor(&claims).await?;
+        if !actor.allows(Scope::ApprovalsRespond) {
+            return Err(EngineError::Forbidden(format!(
+                "the link's recipient {} no longer holds approvals:respond",
+                actor.principal.id
+            )));
+        }
+        // Eligibility and quorum are checked at decision time in the writer,
+        // against the very interrupt the link was minted for.
+        self.resolve_visit(&claims.r, &claims.n, Some(claims.i.clone()), resume_value, &actor, idem)
+            .await
+    }
+
+    /// The actor a link acts as: its recipient as the directory has them now,
+    /// responding only while they still hold `approvals:respond`.
+    pub async fn token_actor(&self, claims: &Claims) -> Result<Actor> {
         let principal = self
             .principal(&claims.p)
             .await?
             .ok_or_else(|| EngineError::Forbidden("the link's recipient no longer exists".into()))?;
-        let actor = Actor {
-            principal,
-            lane: crate::directory::Lane::Token,
-        };
-        self.resolve(&claims.r, &claims.n, resume_value, &actor, idem)
-            .await
+        let may_respond = self.holds_respond(&principal.id).await?;
+        Ok(Actor::token(principal, may_respond))
+    }
+
+    /// Whether a principal holds `approvals:respond` on its own, whatever
+    /// lane it comes by: a person (a console password or an email address:
+    /// they sign in, or receive links) does; any other principal (a service)
+    /// only while it has a live API key with `approvals:respond` or `admin`.
+    pub async fn holds_respond(&self, principal_id: &str) -> Result<bool> {
+        let person: Option<bool> = sqlx::query_scalar(
+            "SELECT password_hash IS NOT NULL OR COALESCE(email, '') <> '' FROM principals WHERE id = ?",
+        )
+        .bind(principal_id)
+        .fetch_optional(&self.inner.store.read)
+        .await?;
+        match person {
+            None => return Ok(false),
+            Some(true) => return Ok(true),
+            Some(false) => {}
+        }
+        let keys: Vec<String> =
+            sqlx::query_scalar("SELECT scopes FROM api_keys WHERE principal = ? AND revoked_at IS NULL")
+                .bind(principal_id)
+                .fetch_all(&self.inner.store.read)
+                .await?;
+        Ok(keys.into_iter().any(|scopes| {
+            auth::parse_scopes(&[scopes])
+                .unwrap_or_default()
+                .iter()
+                .any(|s| matches!(s, Scope::ApprovalsRespond | Scope::Admin))
+        }))
     }
 
     /// Revokes one token (by its id); later use answers 409.
@@ -1183,12 +1384,22 @@ impl Engine {
                 resume_value: serde_json::from_str(&rv).unwrap_or(Value::Null),
             })
             .collect();
+        let payload = row.payload_json();
         let quorum = row.approval_rules().map(|r| {
-            let accepts = votes
+            // Counted as the tally counts: approvals of the same data; rejects and refines.
+            let original = payload["data"].get("artifactData");
+            let ballots: Vec<crate::approval::Ballot> = votes
                 .iter()
-                .filter(|v| v.counted && (v.action == "accept" || v.action == "edit-accept"))
-                .count();
-            let rejects = votes.iter().filter(|v| v.counted && v.action == "reject").count();
+                .filter(|v| v.counted)
+                .map(|v| crate::approval::Ballot {
+                    principal: v.principal.clone(),
+                    action: v.action.clone(),
+                    is_override: false,
+                    approves: crate::approval::approved_data(&v.action, &v.resume_value, original),
+                })
+                .collect();
+            let accepts = crate::approval::agreeing_approvals(&ballots);
+            let rejects = ballots.iter().filter(|b| b.rejects()).count();
             json!({
                 "requiredApprovals": r.required_approvals,
                 "rejectionPolicy": r.rejection_policy,
@@ -1204,7 +1415,7 @@ impl Engine {
             .contract_json()
             .ok_or_else(|| EngineError::Internal("contract unreadable".into()))?;
         Ok(InterruptView {
-            payload: row.payload_json(),
+            payload,
             request: json_or_null(row.request.as_deref()),
             resolution: row
                 .resolution
@@ -1236,17 +1447,21 @@ impl Engine {
         actor: &Actor,
         filter: &InterruptFilter,
     ) -> Result<Vec<InterruptView>> {
+        actor.require(Scope::RunsRead)?;
         let limit = if filter.limit <= 0 {
             50
         } else {
             filter.limit.min(500)
         };
+        let tenant = ids::TenantRange::of(actor.tenant());
         let rows = sqlx::query_as::<_, InterruptRow>(&format!(
-            "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE run_id LIKE ? || '/%' \
+            "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE {} \
              AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?) AND (? IS NULL OR kind = ?) \
-             ORDER BY created_at DESC LIMIT ?"
+             ORDER BY created_at DESC LIMIT ?",
+            ids::TenantRange::sql("run_id")
         ))
-        .bind(actor.tenant())
+        .bind(&tenant.from)
+        .bind(&tenant.to)
         .bind(&filter.status)
         .bind(&filter.status)
         .bind(&filter.workflow_id)

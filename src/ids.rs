@@ -12,8 +12,61 @@ fn chars_within(s: &str, min: usize, max: usize, extra: &[char]) -> bool {
     n >= min && n <= max && s.chars().all(|c| is_unreserved(c) || extra.contains(&c))
 }
 
+/// The one tenant-id grammar of this host, wherever a tenant id enters
+/// (configuration, CLI, directory, run ids): v2's `^(anon:)?[A-Za-z0-9._~-]{1,128}$`
+/// without `~`, which the path projection of run ids (`~2F`) reserves.
+/// Case matters: `ACME-X`, `acme-x` and `acme_x` are three tenants.
 pub fn is_tenant_id(s: &str) -> bool {
-    chars_within(s.strip_prefix("anon:").unwrap_or(s), 1, 128, &[])
+    let bare = s.strip_prefix("anon:").unwrap_or(s);
+    chars_within(bare, 1, 128, &[]) && !bare.contains('~')
+}
+
+/// [`is_tenant_id`] as a validation error naming `field`.
+pub fn check_tenant_id(field: &str, s: &str) -> Result<()> {
+    if is_tenant_id(s) {
+        Ok(())
+    } else {
+        Err(EngineError::validation(
+            field,
+            format!("{field} {s:?} is not a tenant id: 1–128 of A–Z a–z 0–9 . _ - (optionally after \"anon:\")"),
+        ))
+    }
+}
+
+/// The exact set of tenant-bound ids (`tenant/opaque`) of one tenant, as a
+/// range: from `tenant/` up to, not including, `tenant0` (`0` follows `/`).
+/// Every query that scopes rows by a tenant-bound column uses it, never a
+/// pattern: `LIKE` treats `_` as a wildcard and ignores case, so `acme_x`
+/// would match `acme-x` and `ACME_X`. Columns compare with SQLite's BINARY
+/// collation, so the range is exact and case-sensitive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantRange {
+    pub from: String,
+    pub to: String,
+}
+
+impl TenantRange {
+    pub fn of(tenant: &str) -> TenantRange {
+        TenantRange {
+            from: format!("{tenant}/"),
+            to: format!("{tenant}0"),
+        }
+    }
+
+    /// The predicate on `column`, with two `?` to bind `from` and `to` in order.
+    pub fn sql(column: &str) -> String {
+        format!("({column} >= ? AND {column} < ?)")
+    }
+
+    /// The predicate with numbered parameters `?n` (from) and `?n+1` (to).
+    pub fn sql_numbered(column: &str, n: usize) -> String {
+        format!("({column} >= ?{n} AND {column} < ?{})", n + 1)
+    }
+
+    /// Whether `id` lies in the range (the same test in Rust).
+    pub fn contains(&self, id: &str) -> bool {
+        id >= self.from.as_str() && id < self.to.as_str()
+    }
 }
 
 pub fn is_opaque(s: &str) -> bool {
@@ -129,6 +182,29 @@ mod tests {
             decode_path_id("acme%2F0123456789abcdef"),
             "acme%2F0123456789abcdef"
         );
+    }
+
+    #[test]
+    fn tenant_ranges_are_exact_and_case_sensitive() {
+        let r = TenantRange::of("acme-x");
+        assert!(r.contains("acme-x/0123456789abcdef"));
+        for other in [
+            "acme_x/0123456789abcdef",
+            "ACME-X/0123456789abcdef",
+            "acme-xy/0123456789abcdef",
+            "acme-/0123456789abcdef",
+            "acme/0123456789abcdef",
+            "acme-x",
+            "acme-x0",
+            "acme-x.y/0123456789abcdef",
+        ] {
+            assert!(!r.contains(other), "{other}");
+        }
+        assert!(is_tenant_id("acme_x") && is_tenant_id("ACME-X") && is_tenant_id("anon:a.b"));
+        for bad in ["", "a/b", "a~2Fb", "a b", "a%b", "é", &"x".repeat(129)] {
+            assert!(!is_tenant_id(bad), "{bad:?}");
+            assert!(check_tenant_id("tenant", bad).is_err());
+        }
     }
 
     #[test]

@@ -225,8 +225,8 @@ static LOAD_RUN_FOR_UPDATE: LazyLock<String> = LazyLock::new(|| {
 /// The newest interrupt of a node with its votes as JSON (`votes_json`).
 static LATEST_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_group_array(json_array(principal, action, superseded, is_override)) FROM \
-           (SELECT v.principal, v.action, v.superseded, COALESCE(p.is_override, 0) AS is_override FROM votes v \
+        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_group_array(json_array(principal, action, superseded, is_override, json(resume_value))) FROM \
+           (SELECT v.principal, v.action, v.superseded, COALESCE(p.is_override, 0) AS is_override, v.resume_value FROM votes v \
             LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = interrupts.interrupt_id ORDER BY v.seq)) AS votes_json \
          FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
     )
@@ -1114,16 +1114,16 @@ pub(crate) fn decide(
         let rules = interrupt
             .approval_rules()
             .ok_or_else(|| EngineError::Internal("approval rules unreadable".into()))?;
-        let via = rules.eligibility(principal, &run.owner_subject_id())?;
+        let via = rules.eligibility(principal, &run.owner_subject_id(), actor.allows(crate::auth::Scope::ApprovalsRespond))?;
         let parsed = approval::parse_resume(&rules, resume_value)?;
         crate::contract::cached(&interrupt.contract)?.validate_resume(resume_value)?;
-        let earlier: Vec<(String, String, i64, i64)> =
+        let earlier: Vec<(String, String, i64, i64, Value)> =
             serde_json::from_str(interrupt.votes_json.as_deref().unwrap_or("[]"))?;
         let seq = earlier.len() as i64;
         let counts = |action: &str, superseded: i64| superseded == 0 && action != "ask";
         let replaces = earlier
             .iter()
-            .any(|(p, a, sup, _)| *p == principal.id && counts(a, *sup));
+            .any(|(p, a, sup, ..)| *p == principal.id && counts(a, *sup));
         let mut writes = Batch::default();
         if parsed.action != "ask" && replaces {
             // One vote per principal: a later vote replaces the earlier one.
@@ -1144,10 +1144,12 @@ pub(crate) fn decide(
         if parsed.action == "ask" {
             return Ok(Decision::Recorded(writes));
         }
+        let original = payload["data"].get("artifactData");
         let mut ballots: Vec<Ballot> = earlier
             .into_iter()
-            .filter(|(p, a, sup, _)| counts(a, *sup) && *p != principal.id)
-            .map(|(principal, action, _, o)| Ballot {
+            .filter(|(p, a, sup, ..)| counts(a, *sup) && *p != principal.id)
+            .map(|(principal, action, _, o, rv)| Ballot {
+                approves: approval::approved_data(&action, &rv, original),
                 principal,
                 action,
                 is_override: o != 0,
@@ -1157,6 +1159,7 @@ pub(crate) fn decide(
             principal: principal.id.clone(),
             action: parsed.action.clone(),
             is_override: principal.is_override,
+            approves: approval::approved_data(&parsed.action, resume_value, original),
         });
         resolved["action"] = json!(parsed.action);
         resolved["x-tollgate-eligibleVia"] = json!(via);
@@ -1177,27 +1180,35 @@ pub(crate) fn decide(
                     failure: None,
                 }
             }
-            Verdict::Resolved { action } => {
+            Verdict::Rejected { action } => {
+                resolved["decision"] = json!("rejected");
+                let mut failure = json!({
+                    "code": "approval_rejected",
+                    "message": format!("approval gate \"{}\" was rejected", interrupt.node_id),
+                    "retryable": false
+                });
+                if action == "refine" {
+                    // The feedback travels with the failure, for a revision loop or a notice.
+                    failure["message"] = json!(format!(
+                        "approval gate \"{}\" was sent back for changes",
+                        interrupt.node_id
+                    ));
+                    failure["details"] = json!({
+                        "action": "refine",
+                        "refineFeedback": resume_value.get("refineFeedback").cloned().unwrap_or(Value::Null),
+                    });
+                } else {
+                    // A reject decided: a refine's feedback from an earlier vote is not this decision's.
+                    if let Some(m) = resolved.as_object_mut() {
+                        m.remove("refineFeedback");
+                    }
+                }
                 resolved["action"] = json!(action);
                 Decision::Resolve {
                     writes,
                     resolved,
                     resume_value: resume_value.clone(),
-                    failure: None,
-                }
-            }
-            Verdict::Rejected { .. } => {
-                resolved["action"] = json!("reject");
-                resolved["decision"] = json!("rejected");
-                Decision::Resolve {
-                    writes,
-                    resolved,
-                    resume_value: resume_value.clone(),
-                    failure: Some(json!({
-                        "code": "approval_rejected",
-                        "message": format!("approval gate \"{}\" was rejected", interrupt.node_id),
-                        "retryable": false
-                    })),
+                    failure: Some(failure),
                 }
             }
         });

@@ -5,7 +5,7 @@
 use serde_json::json;
 use std::sync::Arc;
 use tollgate::engine::admin::{ConfiguredTokenKey, MembershipKind, PrincipalEdit, RunFilter, TokenKeyState};
-use tollgate::{Actor, CreateRun, Engine, EngineError, EngineOptions, Lane, ManualClock, Principal};
+use tollgate::{Actor, CreateRun, Engine, EngineError, EngineOptions, ManualClock, Principal};
 
 const T0: i64 = 1_800_000_000_000;
 const HOUR: i64 = 3_600_000;
@@ -68,11 +68,24 @@ async fn fixture() -> Fixture {
     }
 }
 
+/// An admin of `tenant` (an API key with the admin scope).
+fn admin(tenant: &str) -> Actor {
+    Actor::api_key(
+        Principal {
+            id: format!("admin-of-{tenant}"),
+            tenant: tenant.into(),
+            name: "Admin".into(),
+            email: None,
+            groups: vec![],
+            roles: vec![],
+            is_override: false,
+        },
+        vec![tollgate::auth::Scope::Admin],
+    )
+}
+
 async fn actor(engine: &Engine, id: &str) -> Actor {
-    Actor {
-        principal: engine.principal(id).await.unwrap().unwrap(),
-        lane: Lane::ApiKey,
-    }
+    Actor::api_key(engine.principal(id).await.unwrap().unwrap(), tollgate::auth::ALL_SCOPES[..4].to_vec())
 }
 
 async fn start(engine: &Engine, workflow: &str) -> String {
@@ -115,7 +128,7 @@ async fn overview_orders_pending_by_deadline_and_buckets_them_by_age() {
     vote(&f.engine, &rejected, "bob", "reject").await;
     f.clock.advance(HOUR / 2);
 
-    let o = f.engine.admin_overview("acme", 14).await.unwrap();
+    let o = f.engine.admin_overview(&admin("acme"), 14).await.unwrap();
     let order: Vec<&str> = o.pending.iter().map(|p| p.run_id.as_str()).collect();
     assert_eq!(order, vec![soon.as_str(), later.as_str(), old_open.as_str()]);
     assert_eq!(o.pending_total, 3);
@@ -142,18 +155,18 @@ async fn overview_orders_pending_by_deadline_and_buckets_them_by_age() {
 
     // A passed deadline puts the gate first, marked overdue, until the timer fires.
     f.clock.advance(HOUR);
-    let o = f.engine.admin_overview("acme", 14).await.unwrap();
+    let o = f.engine.admin_overview(&admin("acme"), 14).await.unwrap();
     assert_eq!(o.pending[0].run_id, soon);
     assert_eq!(o.pending[0].deadline_state, "overdue");
     assert_eq!(o.overdue, 1);
     // Once it fires it counts as timed out, never as approved.
     f.engine.fire_due().await.unwrap();
-    let o = f.engine.admin_overview("acme", 14).await.unwrap();
+    let o = f.engine.admin_overview(&admin("acme"), 14).await.unwrap();
     assert_eq!(o.pending_total, 2);
     assert_eq!(o.decisions.last().unwrap().timed_out, 1);
 
     // Another tenant sees none of it.
-    let other = f.engine.admin_overview("other", 14).await.unwrap();
+    let other = f.engine.admin_overview(&admin("other"), 14).await.unwrap();
     assert_eq!(other.pending_total, 0);
     assert!(other.runs_by_status.iter().all(|s| s.count == 0));
 }
@@ -166,14 +179,13 @@ async fn runs_filter_and_timeline_with_audit() {
     let b = start(&f.engine, "gate").await;
     vote(&f.engine, &b, "ann", "accept").await;
 
-    let all = f.engine.admin_runs("acme", &RunFilter::default()).await.unwrap();
+    let all = f.engine.admin_runs(&admin("acme"), &RunFilter::default()).await.unwrap();
     assert_eq!(all.total, 2);
     assert_eq!(all.items[0].run_id, b, "newest first");
     assert_eq!(all.workflows, vec!["gate", "open-gate"]);
     let waiting = f
         .engine
-        .admin_runs(
-            "acme",
+        .admin_runs(&admin("acme"),
             &RunFilter {
                 status: Some("waiting-approval".into()),
                 ..Default::default()
@@ -186,7 +198,7 @@ async fn runs_filter_and_timeline_with_audit() {
     assert_eq!(waiting.items[0].current_node_id.as_deref(), Some("review"));
     assert_eq!(waiting.items[0].owner, "owner");
 
-    let t = f.engine.run_timeline("acme", &b).await.unwrap();
+    let t = f.engine.run_timeline(&admin("acme"), &b).await.unwrap();
     let types: Vec<&str> = t.events.iter().map(|e| e.event_type.as_str()).collect();
     assert!(
         types.contains(&"interrupt.requested") && types.contains(&"interrupt.resolved"),
@@ -205,7 +217,7 @@ async fn runs_filter_and_timeline_with_audit() {
 
     // Another tenant's admin cannot read it.
     assert!(matches!(
-        f.engine.run_timeline("other", &b).await,
+        f.engine.run_timeline(&admin("other"), &b).await,
         Err(EngineError::NotFound(_))
     ));
 }
@@ -215,8 +227,7 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
     let f = fixture().await;
     let saved = f
         .engine
-        .save_principal(
-            "acme",
+        .save_principal(&admin("acme"),
             PrincipalEdit {
                 id: "dora".into(),
                 name: "Dora".into(),
@@ -237,7 +248,7 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
         email: Some("not-an-address".into()),
         ..Default::default()
     };
-    match f.engine.save_principal("acme", bad_email).await {
+    match f.engine.save_principal(&admin("acme"), bad_email).await {
         Err(EngineError::Validation { field, .. }) => assert_eq!(field.as_deref(), Some("email")),
         other => panic!("{other:?}"),
     }
@@ -251,7 +262,7 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
         groups: vec!["has space".into()],
         ..Default::default()
     };
-    match f.engine.save_principal("acme", bad_group).await {
+    match f.engine.save_principal(&admin("acme"), bad_group).await {
         Err(EngineError::Validation { field, .. }) => assert_eq!(field.as_deref(), Some("groups")),
         other => panic!("{other:?}"),
     }
@@ -262,37 +273,37 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
         ..Default::default()
     };
     assert!(matches!(
-        f.engine.save_principal("acme", steal).await,
+        f.engine.save_principal(&admin("acme"), steal).await,
         Err(EngineError::Conflict(_))
     ));
 
     // Memberships: the group list of the directory follows.
     f.engine
-        .set_membership("acme", "dora", MembershipKind::Group, "finance", true)
+        .set_membership(&admin("acme"), "dora", MembershipKind::Group, "finance", true)
         .await
         .unwrap();
     f.engine
-        .set_membership("acme", "ann", MembershipKind::Group, "finance", false)
+        .set_membership(&admin("acme"), "ann", MembershipKind::Group, "finance", false)
         .await
         .unwrap();
-    let dir = f.engine.directory("acme").await.unwrap();
+    let dir = f.engine.directory(&admin("acme")).await.unwrap();
     let finance = dir.groups.iter().find(|g| g.name == "finance").unwrap();
     assert_eq!(finance.members, vec!["bob", "dora"]);
     assert!(dir.people.iter().all(|p| p.principal.tenant == "acme"));
     assert!(matches!(
         f.engine
-            .set_membership("acme", "eve", MembershipKind::Role, "admin", true)
+            .set_membership(&admin("acme"), "eve", MembershipKind::Role, "admin", true)
             .await,
         Err(EngineError::NotFound(_))
     ));
 
     // Passwords: too short is refused; set, then removed.
     assert!(matches!(
-        f.engine.admin_set_password("acme", "dora", Some("short")).await,
+        f.engine.admin_set_password(&admin("acme"), "dora", Some("short")).await,
         Err(EngineError::Validation { .. })
     ));
     f.engine
-        .admin_set_password("acme", "dora", Some("long enough pass"))
+        .admin_set_password(&admin("acme"), "dora", Some("long enough pass"))
         .await
         .unwrap();
     assert!(f
@@ -301,7 +312,7 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
         .await
         .unwrap()
         .is_some());
-    f.engine.admin_set_password("acme", "dora", None).await.unwrap();
+    f.engine.admin_set_password(&admin("acme"), "dora", None).await.unwrap();
     assert!(f
         .engine
         .verify_password("dora", "long enough pass")
@@ -315,42 +326,42 @@ async fn api_keys_are_shown_once_and_revocation_takes_effect() {
     let f = fixture().await;
     let new = f
         .engine
-        .create_api_key("acme", "ann", &["runs:read".into()], Some("ci".into()))
+        .create_api_key(&admin("acme"), "ann", &["runs:read".into()], Some("ci".into()))
         .await
         .unwrap();
     assert!(f.engine.authenticate(&new.key).await.unwrap().is_some());
-    let listed = f.engine.api_keys("acme").await.unwrap();
+    let listed = f.engine.api_keys(&admin("acme")).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id, new.id);
     assert!(
         !serde_json::to_string(&listed).unwrap().contains(&new.key),
         "the key is never listed"
     );
-    assert!(f.engine.api_keys("other").await.unwrap().is_empty());
+    assert!(f.engine.api_keys(&admin("other")).await.unwrap().is_empty());
 
     // Bad input names its field.
     for (scopes, field) in [(vec![], "scopes"), (vec!["runs:fly".to_string()], "scopes")] {
-        match f.engine.create_api_key("acme", "ann", &scopes, None).await {
+        match f.engine.create_api_key(&admin("acme"), "ann", &scopes, None).await {
             Err(EngineError::Validation { field: got, .. }) => assert_eq!(got.as_deref(), Some(field)),
             other => panic!("{other:?}"),
         }
     }
     assert!(matches!(
         f.engine
-            .create_api_key("acme", "eve", &["runs:read".into()], None)
+            .create_api_key(&admin("acme"), "eve", &["runs:read".into()], None)
             .await,
         Err(EngineError::NotFound(_))
     ));
     assert!(matches!(
-        f.engine.revoke_api_key(Some("acme"), "abc").await,
+        f.engine.revoke_api_key(&admin("acme"), "abc").await,
         Err(EngineError::Validation { .. })
     ));
     assert!(matches!(
-        f.engine.revoke_api_key(Some("other"), &new.id).await,
+        f.engine.revoke_api_key(&admin("other"), &new.id).await,
         Err(EngineError::NotFound(_))
     ));
 
-    let revoked = f.engine.revoke_api_key(Some("acme"), &new.id).await.unwrap();
+    let revoked = f.engine.revoke_api_key(&admin("acme"), &new.id).await.unwrap();
     assert!(revoked.revoked_at.is_some());
     assert!(
         f.engine.authenticate(&new.key).await.unwrap().is_none(),
@@ -390,11 +401,11 @@ async fn a_key_revoked_elsewhere_is_refused_after_the_recheck_interval() {
     // A key made by another process (the CLI) works on the server at once.
     let cli = open(clock.clone()).await.unwrap();
     let new = cli
-        .create_api_key("acme", "ann", &["runs:read".into()], None)
+        .create_api_key(&admin("acme"), "ann", &["runs:read".into()], None)
         .await
         .unwrap();
     assert!(server.authenticate(&new.key).await.unwrap().is_some());
-    cli.revoke_api_key(None, &new.id).await.unwrap();
+    cli.operator_revoke_api_key(&new.id).await.unwrap();
     // Cached for a moment, then refused.
     assert!(server.authenticate(&new.key).await.unwrap().is_some());
     clock.advance(tollgate::engine::API_KEY_RECHECK_MS);
@@ -527,7 +538,7 @@ async fn outbox_is_listed_and_retried_per_tenant() {
     let id = rows[0].id;
     // Only failed or dropped messages are retried.
     assert!(matches!(
-        f.engine.outbox_retry_for_tenant("acme", id).await,
+        f.engine.outbox_retry_for_tenant(&admin("acme"), id).await,
         Err(EngineError::NotFound(_))
     ));
     f.engine.outbox_drop(id, "test".into()).await.unwrap();
@@ -540,10 +551,10 @@ async fn outbox_is_listed_and_retried_per_tenant() {
         1
     );
     assert!(matches!(
-        f.engine.outbox_retry_for_tenant("other", id).await,
+        f.engine.outbox_retry_for_tenant(&admin("other"), id).await,
         Err(EngineError::NotFound(_))
     ));
-    f.engine.outbox_retry_for_tenant("acme", id).await.unwrap();
+    f.engine.outbox_retry_for_tenant(&admin("acme"), id).await.unwrap();
     let again = f
         .engine
         .outbox_list(&filter("acme", None, Some("pending")))

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::Arc;
-use tollgate::{Actor, CreateRun, Engine, EngineError, EngineOptions, Idem, Lane, ManualClock, Principal};
+use tollgate::{Actor, CreateRun, Engine, EngineError, EngineOptions, Idem, ManualClock, Principal};
 
 const T0: i64 = 1_800_000_000_000;
 
@@ -46,6 +46,16 @@ async fn fixture() -> Fixture {
             })
             .await
             .unwrap();
+        // Service principals: they respond while they hold a key that may.
+        engine
+            .put_api_key(
+                &format!("{id}-key-0123456789"),
+                id,
+                &[tollgate::auth::Scope::RunsRead, tollgate::auth::Scope::ApprovalsRespond],
+                None,
+            )
+            .await
+            .unwrap();
     }
     Fixture {
         engine,
@@ -55,10 +65,7 @@ async fn fixture() -> Fixture {
 }
 
 async fn actor(engine: &Engine, id: &str) -> Actor {
-    Actor {
-        principal: engine.principal(id).await.unwrap().unwrap(),
-        lane: Lane::ApiKey,
-    }
+    Actor::api_key(engine.principal(id).await.unwrap().unwrap(), tollgate::auth::ALL_SCOPES[..4].to_vec())
 }
 
 async fn start(engine: &Engine, workflow: &str, mut body: Value) -> String {
@@ -447,6 +454,125 @@ async fn quorum_needs_distinct_people_and_policies_decide_rejection() {
         .unwrap();
     assert_eq!(view.quorum.as_ref().unwrap()["rejects"], 0);
     assert_eq!(view.quorum.as_ref().unwrap()["accepts"], 1);
+}
+
+/// A refine is a rejecting vote: one refine on a two-approver gate fails the
+/// gate with `approval_rejected` (feedback in the details) and only the
+/// failure edge follows; with `majority` refines add up like rejects.
+#[tokio::test]
+async fn refine_never_grants_and_follows_only_failure_edges() {
+    let f = fixture().await;
+    let routed = |id: &str, policy: &str| {
+        json!({"id": id, "nodes": [
+            gate("gate", json!({"title": "R", "actions": ["accept", "reject", "refine"], "requiredApprovals": 2, "rejectionPolicy": policy})),
+            {"id": "pay", "typeId": "core.noop"},
+            {"id": "revise", "typeId": "core.noop"},
+            {"id": "always", "typeId": "core.noop"}],
+         "edges": [
+            {"id": "ok", "sourceNodeId": "gate", "targetNodeId": "pay", "triggerRule": "all_success"},
+            {"id": "back", "sourceNodeId": "gate", "targetNodeId": "revise", "triggerRule": "any_failed"},
+            {"id": "done", "sourceNodeId": "gate", "targetNodeId": "always", "triggerRule": "all_complete"}]})
+    };
+    register(&f.engine, routed("refine-veto", "single-veto")).await;
+    register(&f.engine, routed("refine-majority", "majority")).await;
+    let feedback = json!({"scope": "section", "sectionPath": "amount", "text": "split the invoice"});
+
+    let run = start(&f.engine, "refine-veto", json!({})).await;
+    resolve(&f.engine, &run, "gate", "ann", json!({"action": "refine", "refineFeedback": feedback}))
+        .await
+        .unwrap();
+    let evs = events(&f.engine, &run).await;
+    let on = |t: &str, n: &str| {
+        evs.iter()
+            .any(|e| e.event_type == t && e.node_id.as_deref() == Some(n))
+    };
+    let resolved = evs.iter().find(|e| e.event_type == "interrupt.resolved").unwrap();
+    assert_eq!(resolved.payload["action"], "refine");
+    assert_eq!(resolved.payload["decision"], "rejected");
+    assert_eq!(resolved.payload["refineFeedback"], feedback);
+    let failed = evs
+        .iter()
+        .find(|e| e.event_type == "node.failed" && e.node_id.as_deref() == Some("gate"))
+        .expect("the gate fails");
+    assert_eq!(failed.payload["error"]["code"], "approval_rejected");
+    assert_eq!(failed.payload["error"]["retryable"], false);
+    assert_eq!(failed.payload["error"]["details"]["refineFeedback"], feedback);
+    assert!(!on("node.completed", "gate"));
+    assert!(on("node.skipped", "pay"), "all_success never follows a refine");
+    assert!(on("node.completed", "revise"));
+    assert!(on("node.completed", "always"));
+    assert_eq!(snapshot(&f.engine, &run).await["status"], "completed");
+    assert_projection_matches_log(&f.engine, &run).await;
+
+    // majority of two: one refine is not a majority, a second rejecting vote is.
+    let run = start(&f.engine, "refine-majority", json!({})).await;
+    let r = resolve(&f.engine, &run, "gate", "ann", json!({"action": "refine", "refineFeedback": feedback}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, "waiting-approval");
+    let r = resolve(&f.engine, &run, "gate", "bob", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, "waiting-approval", "a refine is no approval: one accept of two");
+    let view = f
+        .engine
+        .inspect_interrupt(&run, "gate", &actor(&f.engine, "owner").await)
+        .await
+        .unwrap();
+    assert_eq!(view.quorum.as_ref().unwrap()["accepts"], 1);
+    assert_eq!(view.quorum.as_ref().unwrap()["rejects"], 1);
+    resolve(&f.engine, &run, "gate", "cat", json!({"action": "refine", "refineFeedback": {"scope": "whole"}}))
+        .await
+        .unwrap();
+    let evs = events(&f.engine, &run).await;
+    let resolved = evs.iter().find(|e| e.event_type == "interrupt.resolved").unwrap();
+    assert_eq!(resolved.payload["action"], "refine");
+    assert_eq!(resolved.payload["decision"], "rejected");
+    assert!(evs
+        .iter()
+        .any(|e| e.event_type == "node.skipped" && e.node_id.as_deref() == Some("pay")));
+    assert_projection_matches_log(&f.engine, &run).await;
+}
+
+/// Approvals add up only when they approved the same artifact data.
+#[tokio::test]
+async fn a_quorum_counts_only_votes_that_approved_the_same_data() {
+    let f = fixture().await;
+    register(&f.engine, json!({"id": "edits", "nodes": [
+        gate("gate", json!({"title": "E", "actions": ["accept", "edit-accept"], "requiredApprovals": 2,
+                            "artifactData": {"amount": 100}}))]}))
+    .await;
+    let run = start(&f.engine, "edits", json!({})).await;
+    resolve(&f.engine, &run, "gate", "ann", json!({"action": "edit-accept", "editedArtifactData": {"amount": 90}}))
+        .await
+        .unwrap();
+    let r = resolve(&f.engine, &run, "gate", "bob", json!({"action": "edit-accept", "editedArtifactData": {"amount": 80}}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, "waiting-approval", "two different edits are no quorum");
+    let r = resolve(&f.engine, &run, "gate", "cat", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, "waiting-approval", "the unedited artifact is a third version");
+    let r = resolve(&f.engine, &run, "gate", "boss", json!({"action": "edit-accept", "editedArtifactData": {"amount": 80}}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, "completed", "bob and boss approved the same data");
+    let evs = events(&f.engine, &run).await;
+    let resolved = evs.iter().find(|e| e.event_type == "interrupt.resolved").unwrap();
+    assert_eq!(resolved.payload["decision"], "granted");
+    assert_eq!(resolved.payload["editedArtifactData"], json!({"amount": 80}));
+
+    // An edit that changes nothing agrees with a plain accept.
+    let run = start(&f.engine, "edits", json!({})).await;
+    resolve(&f.engine, &run, "gate", "ann", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    let r = resolve(&f.engine, &run, "gate", "bob", json!({"action": "edit-accept", "editedArtifactData": {"amount": 100}}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, "completed");
+    assert_projection_matches_log(&f.engine, &run).await;
 }
 
 #[tokio::test]
@@ -1395,4 +1521,289 @@ async fn pending_for_pages_and_eligibility() {
         e.pending_for(&ann, &InboxFilter::default()).await.unwrap().total,
         59
     );
+}
+
+fn principal_in(id: &str, tenant: &str, groups: &[&str], email: Option<&str>) -> Principal {
+    Principal {
+        id: id.into(),
+        tenant: tenant.into(),
+        name: id.into(),
+        email: email.map(str::to_string),
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+        roles: vec![],
+        is_override: false,
+    }
+}
+
+/// Definitions are keyed by tenant: instance-wide ones are read-only to
+/// tenants, a tenant's own are invisible to the others, and a run executes
+/// its own tenant's.
+#[tokio::test]
+async fn tenants_register_only_their_own_definitions() {
+    use tollgate::auth::Scope;
+    let f = fixture().await;
+    let admin_of = |tenant: &str| Actor::api_key(principal_in(&format!("admin-{tenant}"), tenant, &[], None), vec![Scope::Admin]);
+    let def = |required: u32| {
+        json!({"id": "mine", "nodes": [gate("gate", json!({"title": "M", "actions": ["accept"], "requiredApprovals": required}))]})
+    };
+    let (dash, under) = (admin_of("acme-x"), admin_of("acme_x"));
+    assert!(f.engine.put_tenant_workflow(&dash, def(2)).await.unwrap().1, "new");
+    assert!(f.engine.put_tenant_workflow(&under, def(1)).await.unwrap().1, "new in acme_x too");
+    assert!(!f.engine.put_tenant_workflow(&dash, def(2)).await.unwrap().1, "replaced");
+    assert_eq!(
+        f.engine.workflow_for(&dash, "mine").unwrap()["nodes"][0]["config"]["requiredApprovals"],
+        2
+    );
+    assert_eq!(
+        f.engine.workflow_for(&under, "mine").unwrap()["nodes"][0]["config"]["requiredApprovals"],
+        1
+    );
+    assert!(matches!(
+        f.engine.workflow_for(&admin_of("ACME-X"), "mine"),
+        Err(EngineError::NotFound(_))
+    ));
+    assert!(f.engine.workflow("mine").is_none(), "not instance-wide");
+    assert!(!f.engine.workflow_ids().contains(&"mine".to_string()));
+    // Instance-wide: read-only to tenants.
+    let before = f.engine.workflow("conformance-approval").unwrap();
+    let mut changed = before.clone();
+    changed["name"] = json!("replaced by a tenant");
+    assert!(matches!(
+        f.engine.put_tenant_workflow(&dash, changed).await,
+        Err(EngineError::Forbidden(_))
+    ));
+    assert_eq!(f.engine.workflow("conformance-approval").unwrap(), before);
+    // Only admins register.
+    let ann = actor(&f.engine, "ann").await;
+    assert!(matches!(
+        f.engine.put_tenant_workflow(&ann, def(1)).await,
+        Err(EngineError::Forbidden(_))
+    ));
+    // A run of acme has no "mine": neither acme-x's nor acme_x's.
+    let req: CreateRun = serde_json::from_value(json!({"workflowId": "mine"})).unwrap();
+    assert!(matches!(
+        f.engine.create_run(req, &actor(&f.engine, "owner").await, None).await,
+        Err(EngineError::NotFound(_))
+    ));
+    let listed: Vec<String> = f
+        .engine
+        .workflows_for(&under)
+        .unwrap()
+        .into_iter()
+        .map(|w| format!("{}:{}", w.id, w.scope))
+        .collect();
+    assert!(listed.contains(&"mine:tenant".to_string()), "{listed:?}");
+    assert!(listed.contains(&"conformance-approval:instance".to_string()));
+}
+
+/// Scopes bind the engine: a read-only actor cannot resolve, gets only an
+/// inspect link, and a resolve link of a principal that no longer holds
+/// approvals:respond decides nothing.
+#[tokio::test]
+async fn links_and_resolves_follow_the_actors_scopes() {
+    use tollgate::auth::Scope;
+    use tollgate::token::Intent;
+    let f = fixture().await;
+    f.engine.set_token_keys(keys(), Some(600_000));
+    f.engine
+        .upsert_principal(principal_in("svc", "acme", &["finance"], None))
+        .await
+        .unwrap();
+    register(&f.engine, json!({"id": "fin", "nodes": [gate("gate", json!({"title": "F", "actions": ["accept"], "approverGroupRefs": ["finance"]}))]})).await;
+    let run = start(&f.engine, "fin", json!({})).await;
+    let svc = f.engine.principal("svc").await.unwrap().unwrap();
+    let reader = Actor::api_key(svc.clone(), vec![Scope::RunsRead]);
+    assert!(matches!(
+        f.engine.resolve(&run, "gate", json!({"action": "accept"}), &reader, None).await,
+        Err(EngineError::Forbidden(_))
+    ));
+    let (_, _, intent) = f.engine.link_for(&reader, &run, "gate", None).await.unwrap().unwrap();
+    assert_eq!(intent, Intent::Inspect, "runs:read only");
+    let (_, _, intent) = f
+        .engine
+        .link_for(&reader, &run, "gate", Some(Intent::Resolve))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(intent, Intent::Inspect, "asking is not enough");
+    let ann = actor(&f.engine, "ann").await;
+    assert_eq!(f.engine.link_for(&ann, &run, "gate", None).await.unwrap().unwrap().2, Intent::Resolve);
+    assert_eq!(
+        f.engine.link_for(&ann, &run, "gate", Some(Intent::Inspect)).await.unwrap().unwrap().2,
+        Intent::Inspect
+    );
+    let cat = actor(&f.engine, "cat").await;
+    assert_eq!(
+        f.engine.link_for(&cat, &run, "gate", None).await.unwrap().unwrap().2,
+        Intent::Inspect,
+        "may respond, not eligible"
+    );
+
+    // svc holds no key at all: a resolve link minted for it by the operator decides nothing.
+    assert!(!f.engine.holds_respond("svc").await.unwrap());
+    let (token, _) = f.engine.mint_token(&run, "gate", &svc, Intent::Resolve).await.unwrap();
+    assert!(matches!(
+        f.engine.resolve_by_token(&token, json!({"action": "accept"}), None).await,
+        Err(EngineError::Forbidden(_))
+    ));
+    // With a respond key it decides; a revoked key takes that back.
+    f.engine
+        .put_api_key("svc-key-0123456789ab", "svc", &[Scope::ApprovalsRespond], None)
+        .await
+        .unwrap();
+    assert!(f.engine.holds_respond("svc").await.unwrap());
+    let revoked = f
+        .engine
+        .operator_revoke_api_key(&tollgate::auth::hash_key("svc-key-0123456789ab")[..12])
+        .await
+        .unwrap();
+    assert!(revoked.revoked_at.is_some());
+    assert!(!f.engine.holds_respond("svc").await.unwrap());
+    assert!(matches!(
+        f.engine.resolve_by_token(&token, json!({"action": "accept"}), None).await,
+        Err(EngineError::Forbidden(_))
+    ));
+    // A person (an email address) holds it without a key.
+    f.engine
+        .upsert_principal(principal_in("svc", "acme", &["finance"], Some("svc@example.com")))
+        .await
+        .unwrap();
+    assert!(f.engine.holds_respond("svc").await.unwrap());
+    f.engine
+        .resolve_by_token(&token, json!({"action": "accept"}), None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(snapshot(&f.engine, &run).await["status"], "completed");
+}
+
+/// A gate without approver refs is open only to holders of approvals:respond.
+#[tokio::test]
+async fn open_gates_need_approvals_respond() {
+    use tollgate::auth::Scope;
+    let f = fixture().await;
+    let run = start(&f.engine, "conformance-approval", json!({})).await;
+    let ann = f.engine.principal("ann").await.unwrap().unwrap();
+    let token_actor_without = Actor::token(ann.clone(), false);
+    assert!(matches!(
+        f.engine.resolve(&run, "gate", json!({"action": "accept"}), &token_actor_without, None).await,
+        Err(EngineError::Forbidden(_))
+    ));
+    let may = f.engine.may_decide(&run, "gate", &token_actor_without).await.unwrap();
+    assert!(may.is_err(), "{may:?}");
+    let may = f
+        .engine
+        .may_decide(&run, "gate", &Actor::api_key(ann, vec![Scope::RunsRead, Scope::ApprovalsRespond]))
+        .await
+        .unwrap();
+    assert_eq!(may.unwrap(), "scope:approvals:respond");
+    assert_eq!(snapshot(&f.engine, &run).await["status"], "waiting-approval");
+}
+
+/// A link names one visit: after the node is asked again, the first
+/// visit's link decides nothing.
+#[tokio::test]
+async fn a_link_decides_only_its_own_visit() {
+    use tollgate::token::Intent;
+    let f = fixture().await;
+    f.engine.set_token_keys(keys(), Some(600_000));
+    let run = start(&f.engine, "conformance-approval-reject-loopback", json!({})).await;
+    let ann = f.engine.principal("ann").await.unwrap().unwrap();
+    let (first, _) = f.engine.mint_token(&run, "gate", &ann, Intent::Resolve).await.unwrap();
+    let owner = actor(&f.engine, "owner").await;
+    let visit1 = f.engine.inspect_interrupt(&run, "gate", &owner).await.unwrap();
+    resolve(&f.engine, &run, "gate", "bob", json!({"action": "reject"}))
+        .await
+        .unwrap();
+    let visit2 = f.engine.inspect_interrupt(&run, "gate", &owner).await.unwrap();
+    assert_eq!(visit2.status, "pending");
+    assert_ne!(visit2.interrupt_id, visit1.interrupt_id);
+    assert!(matches!(
+        f.engine.resolve_by_token(&first, json!({"action": "accept"}), None).await,
+        Err(EngineError::AlreadyResolved(_))
+    ));
+    let after = f.engine.inspect_interrupt(&run, "gate", &owner).await.unwrap();
+    assert_eq!(after.status, "pending");
+    assert!(after.votes.is_empty(), "nothing decided on the second visit");
+    // Mail minted for the first visit's row links to nothing, not to the second visit.
+    assert!(matches!(
+        f.engine.mint_token_for(&visit1.interrupt_id, &ann, Intent::Resolve).await,
+        Err(EngineError::NotFound(_))
+    ));
+    let (second, _) = f
+        .engine
+        .mint_token_for(&visit2.interrupt_id, &ann, Intent::Resolve)
+        .await
+        .unwrap();
+    f.engine
+        .resolve_by_token(&second, json!({"action": "accept"}), None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(snapshot(&f.engine, &run).await["status"], "completed");
+}
+
+/// Tenant scoping is an exact range, not a pattern: `acme_x` (where `_` is a
+/// LIKE wildcard) and `ACME-X` (LIKE ignores case) see nothing of `acme-x`.
+#[tokio::test]
+async fn tenants_one_character_apart_see_nothing_of_each_other() {
+    use tollgate::auth::Scope;
+    let f = fixture().await;
+    let tenants = ["acme-x", "acme_x", "ACME-X"];
+    let mut runs = Vec::new();
+    for t in tenants {
+        let p = principal_in(&format!("fin-{t}"), t, &["finance"], Some("fin@example.com"));
+        f.engine.upsert_principal(p.clone()).await.unwrap();
+        let a = Actor::api_key(p, vec![Scope::Admin]);
+        let req: CreateRun = serde_json::from_value(json!({"workflowId": "conformance-approval"})).unwrap();
+        runs.push((a.clone(), f.engine.create_run(req, &a, None).await.unwrap().result.unwrap().run_id));
+    }
+    for (actor, run) in &runs {
+        let filter = tollgate::InterruptFilter {
+            status: Some("pending".into()),
+            ..Default::default()
+        };
+        let listed: Vec<String> = f
+            .engine
+            .list_interrupts(actor, &filter)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|i| i.run_id)
+            .collect();
+        assert_eq!(&listed, &[run.clone()], "{}", actor.tenant());
+        let inbox = f
+            .engine
+            .pending_for(&actor.principal, &Default::default())
+            .await
+            .unwrap();
+        assert_eq!(inbox.items.len(), 1, "{}", actor.tenant());
+        assert_eq!(&inbox.items[0].run_id, run);
+        let o = f.engine.admin_overview(actor, 14).await.unwrap();
+        assert_eq!(o.pending_total, 1, "{}", actor.tenant());
+        assert_eq!(o.pending.len(), 1);
+        let page = f.engine.admin_runs(actor, &Default::default()).await.unwrap();
+        assert_eq!(page.total, 1);
+        for (_, other) in runs.iter().filter(|(_, r)| r != run) {
+            assert!(!f.engine.inbox_concerns(&actor.principal, other).await.unwrap());
+            assert!(matches!(
+                f.engine.run_timeline(actor, other).await,
+                Err(EngineError::NotFound(_))
+            ));
+        }
+    }
+    // Admin operations check the actor: a reader of acme-x is no admin.
+    let reader = Actor::api_key(runs[0].0.principal.clone(), vec![Scope::RunsRead]);
+    assert!(matches!(
+        f.engine.admin_overview(&reader, 14).await,
+        Err(EngineError::Forbidden(_))
+    ));
+    assert!(matches!(f.engine.api_keys(&reader).await, Err(EngineError::Forbidden(_))));
+    // Tenant ids entering the directory follow one grammar.
+    assert!(matches!(
+        f.engine.upsert_principal(principal_in("bad", "a~2Fb", &[], None)).await,
+        Err(EngineError::Validation { .. })
+    ));
 }

@@ -130,7 +130,7 @@ pub use server_side::*;
 #[cfg(feature = "ssr")]
 mod server_side {
     use super::*;
-    use tollgate::{Actor, Lane, Principal};
+    use tollgate::{Actor, Principal};
 
     /// Put into request extensions by the server's session layer.
     #[derive(Clone, Debug)]
@@ -147,10 +147,7 @@ mod server_side {
 
     pub fn require_actor() -> Result<Actor, ServerFnError> {
         let principal = signed_in().ok_or_else(|| ServerFnError::new("please sign in"))?;
-        Ok(Actor {
-            principal,
-            lane: Lane::Session,
-        })
+        Ok(Actor::session(principal))
     }
 
     pub fn me_of(p: &Principal) -> Me {
@@ -344,11 +341,16 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
 pub async fn load_interrupt(run: String, node: String) -> Result<InterruptData, ServerFnError> {
     let engine = expect_context::<tollgate::Engine>();
     let actor = require_actor()?;
-    let run_id = tollgate::ids::parse_run_id(&run).map_err(to_err)?;
+    // A page that cannot be shown answers with its status (another tenant's run: 403).
+    let refused = |e: tollgate::EngineError| {
+        set_page_status(e.http_status());
+        to_err(e)
+    };
+    let run_id = tollgate::ids::parse_run_id(&run).map_err(refused)?;
     let view = engine
         .inspect_interrupt(&run_id, &node, &actor)
         .await
-        .map_err(to_err)?;
+        .map_err(refused)?;
     let url = format!(
         "/runs/{}/interrupts/{}",
         tollgate::ids::encode_path_id(&run_id),
@@ -376,16 +378,17 @@ pub async fn load_token(token: String) -> Result<TokenData, ServerFnError> {
         Ok(v) => v,
         Err(e) => return Ok(problem_page(link_problem(&e))),
     };
-    let Some(principal) = engine.principal(&claims.p).await.map_err(to_err)? else {
-        return Ok(problem_page(LinkProblem {
-            status: 403,
-            title: "This link cannot decide".into(),
-            message: "The person this link was made for no longer exists.".into(),
-        }));
-    };
-    let actor = tollgate::Actor {
-        principal,
-        lane: tollgate::Lane::Token,
+    // The recipient as the directory has them now (and whether they still hold approvals:respond).
+    let actor = match engine.token_actor(&claims).await {
+        Ok(a) => a,
+        Err(tollgate::EngineError::Forbidden(_)) => {
+            return Ok(problem_page(LinkProblem {
+                status: 403,
+                title: "This link cannot decide".into(),
+                message: "The person this link was made for no longer exists.".into(),
+            }))
+        }
+        Err(e) => return Err(to_err(e)),
     };
     let url = format!("/t/{token}");
     let mut data = interrupt_data(&engine, view, &actor, url, None)

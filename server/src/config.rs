@@ -288,8 +288,11 @@ impl Config {
         if self.callbacks.timeout_ms == 0 {
             anyhow::bail!("callbacks.timeout_ms: must be positive");
         }
-        if !tollgate::ids::is_tenant_id(&self.server.tenant) {
-            anyhow::bail!("server.tenant: must match ^[A-Za-z0-9._~-]{{1,128}}$");
+        tollgate::ids::check_tenant_id("server.tenant", &self.server.tenant)?;
+        for (i, p) in self.principals.iter().enumerate() {
+            if let Some(t) = &p.tenant {
+                tollgate::ids::check_tenant_id(&format!("principals[{i}].tenant"), t)?;
+            }
         }
         Ok(())
     }

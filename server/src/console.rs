@@ -14,7 +14,7 @@ use leptos::prelude::provide_context;
 use serde::Deserialize;
 use serde_json::Value;
 use std::future::Future;
-use tollgate::{Actor, EngineError, InterruptView, Lane};
+use tollgate::{Actor, EngineError, InterruptView};
 use tollgate_app::api::{Posted, PostedForm, SignedIn};
 use tollgate_app::form::{errors_for_form, field_tree, form_to_json, handle_row_action, pointer_to_path};
 use tower_sessions::Session;
@@ -222,10 +222,7 @@ pub async fn decide_signed_in(State(state): State<AppState>, req: Request) -> Re
         Ok(f) => f,
         Err(r) => return r,
     };
-    let actor = Actor {
-        principal,
-        lane: Lane::Session,
-    };
+    let actor = Actor::session(principal);
     let run_id = match tollgate::ids::parse_run_id(&run) {
         Ok(r) => r,
         Err(e) => return (StatusCode::NOT_FOUND, e.to_string()).into_response(),

@@ -73,6 +73,11 @@ impl<S: Send + Sync> FromRequest<S> for AdminPost {
 }
 
 impl AdminPost {
+    /// The signed-in admin as the actor the engine's admin operations check.
+    fn actor(&self) -> tollgate::Actor {
+        tollgate::Actor::session(self.me.clone())
+    }
+
     fn field(&self, name: &str) -> &str {
         field(&self.fields, name)
     }
@@ -113,7 +118,7 @@ pub async fn save_person(State(state): State<AppState>, post: AdminPost) -> Resp
     };
     let outcome = state
         .engine
-        .save_principal(&post.me.tenant, edit)
+        .save_principal(&post.actor(), edit)
         .await
         .map(|p| ok(format!("Saved {}.", p.id)));
     post.finish("/dashboard/people", outcome).await
@@ -125,7 +130,7 @@ pub async fn set_password(State(state): State<AppState>, post: AdminPost) -> Res
     let password = (!remove).then(|| post.field("password"));
     let outcome = state
         .engine
-        .admin_set_password(&post.me.tenant, id, password)
+        .admin_set_password(&post.actor(), id, password)
         .await
         .map(|()| {
             ok(if remove {
@@ -150,7 +155,7 @@ pub async fn membership(State(state): State<AppState>, post: AdminPost) -> Respo
     let add = post.field("op") != "remove";
     let outcome = state
         .engine
-        .set_membership(&post.me.tenant, principal, kind, name, add)
+        .set_membership(&post.actor(), principal, kind, name, add)
         .await
         .map(|_| {
             ok(if add {
@@ -167,7 +172,7 @@ pub async fn create_key(State(state): State<AppState>, post: AdminPost) -> Respo
     let label = Some(post.field("label").to_string());
     let outcome = state
         .engine
-        .create_api_key(&post.me.tenant, principal, &all(&post.fields, "scope"), label)
+        .create_api_key(&post.actor(), principal, &all(&post.fields, "scope"), label)
         .await
         .map(|k| Flash {
             ok: true,
@@ -180,7 +185,7 @@ pub async fn create_key(State(state): State<AppState>, post: AdminPost) -> Respo
 pub async fn revoke_key(State(state): State<AppState>, post: AdminPost) -> Response {
     let outcome = state
         .engine
-        .revoke_api_key(Some(&post.me.tenant), post.field("id"))
+        .revoke_api_key(&post.actor(), post.field("id"))
         .await
         .map(|k| ok(format!("Key {} is revoked.", k.id)));
     post.finish("/dashboard/keys", outcome).await
@@ -228,7 +233,7 @@ pub async fn retry_outbox(State(state): State<AppState>, post: AdminPost) -> Res
     let outcome = match post.field("id").parse::<i64>() {
         Ok(id) => state
             .engine
-            .outbox_retry_for_tenant(&post.me.tenant, id)
+            .outbox_retry_for_tenant(&post.actor(), id)
             .await
             .map(|()| ok(format!("Message {id} is queued again."))),
         Err(_) => Err(EngineError::validation("id", "id must be a message number")),

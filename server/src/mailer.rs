@@ -94,7 +94,7 @@ async fn deliver(
     }
     // The link is minted at delivery time so it never outlives the interrupt.
     let (token, expires) = match engine
-        .mint_token(&item.run_id, &item.node_id, &recipient, Intent::Resolve)
+        .mint_token_for(&item.interrupt_id, &recipient, Intent::Resolve)
         .await
     {
         Ok(t) => t,

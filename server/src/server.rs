@@ -235,10 +235,8 @@ async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
                 .principal(&r.principal)
                 .await?
                 .ok_or_else(|| anyhow::anyhow!("demo run: unknown principal {}", r.principal))?;
-            let actor = tollgate::Actor {
-                principal,
-                lane: tollgate::Lane::ApiKey,
-            };
+            // The configuration's demo runs: the operator starts them for the principal.
+            let actor = tollgate::Actor::operator(principal);
             let req = tollgate::CreateRun {
                 workflow_id: r.workflow.clone(),
                 inputs: r.inputs.clone(),

@@ -493,16 +493,21 @@ async fn event_payloads_and_snapshots_follow_the_closed_v2_schemas() {
         .await
         .expect(200, None);
     runs.push(run);
-    // refine (the node completes with the refine resume value)
+    // refine: a rejecting vote; two of them are a majority, the gate fails with the feedback
     let run = s.create("shapes").await;
-    s.resolve(
-        &run,
-        "gate",
-        ANN,
-        json!({"action": "refine", "refineFeedback": {"scope": "whole", "text": "more detail"}}),
-    )
-    .await
-    .expect(200, None);
+    for key in [ANN, BOB] {
+        s.resolve(
+            &run,
+            "gate",
+            key,
+            json!({"action": "refine", "refineFeedback": {"scope": "whole", "text": "more detail"}}),
+        )
+        .await
+        .expect(200, None);
+    }
+    let resolved = s.events(&run).await.into_iter().find(|e| e["type"] == "interrupt.resolved");
+    assert_eq!(resolved.as_ref().map(|e| &e["payload"]["action"]), Some(&json!("refine")));
+    assert_eq!(resolved.as_ref().map(|e| &e["payload"]["decision"]), Some(&json!("rejected")));
     runs.push(run);
     // cancelled while suspended and while delaying
     let run = s.create("conformance-approval").await;

@@ -9,8 +9,10 @@ use super::inbox::deadline_state;
 use super::Engine;
 use crate::auth;
 use crate::clock::{rfc3339, Millis};
-use crate::directory::Principal;
+use crate::auth::Scope;
+use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
+use crate::ids::TenantRange;
 use crate::token::SigningKey;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -269,6 +271,22 @@ pub fn is_admin(p: &Principal) -> bool {
     p.roles.iter().any(|r| r == ADMIN_ROLE)
 }
 
+/// The tenant an admin operation acts on: the actor's own, once the actor
+/// is checked to hold `admin` (an admin API key, or a person with the admin
+/// role signed in). Every tenant admin operation starts here, so no adapter
+/// can reach one without the check.
+pub fn admin_tenant(actor: &Actor) -> Result<&str> {
+    if actor.allows(Scope::Admin) {
+        Ok(actor.tenant())
+    } else {
+        Err(EngineError::Forbidden(format!(
+            "{} may not administer tenant {}: this needs the admin scope (or the \"{ADMIN_ROLE}\" role in the console)",
+            actor.principal.id,
+            actor.tenant()
+        )))
+    }
+}
+
 /// Refuses anyone without the admin role.
 pub fn require_admin(p: &Principal) -> Result<()> {
     if is_admin(p) {
@@ -395,44 +413,52 @@ impl Engine {
     // ----- overview and charts ------------------------------------------------------
 
     /// The dashboard's front page for `tenant`; `days` of decisions, ending today.
-    pub async fn admin_overview(&self, tenant: &str, days: usize) -> Result<AdminOverview> {
+    pub async fn admin_overview(&self, actor: &Actor, days: usize) -> Result<AdminOverview> {
+        let tenant = admin_tenant(actor)?;
         let now = self.now();
         let read = &self.inner.store.read;
         let runs_by_status = self.runs_by_status(tenant).await?;
         // Counted in SQLite: a tenant may have thousands pending.
-        let buckets: Vec<(i64, i64)> = sqlx::query_as(
+        let range = TenantRange::of(tenant);
+        let buckets: Vec<(i64, i64)> = sqlx::query_as(&format!(
             "SELECT CASE WHEN ?1 - created_at < ?2 THEN 0 WHEN ?1 - created_at < ?3 THEN 1 \
              WHEN ?1 - created_at < ?4 THEN 2 WHEN ?1 - created_at < ?5 THEN 3 ELSE 4 END AS bucket, COUNT(*) \
-             FROM interrupts WHERE status = 'pending' AND run_id LIKE ?6 || '/%' GROUP BY bucket",
-        )
+             FROM interrupts WHERE status = 'pending' AND {} GROUP BY bucket",
+            TenantRange::sql_numbered("run_id", 6)
+        ))
         .bind(now)
         .bind(AGE_BUCKETS[0].0)
         .bind(AGE_BUCKETS[1].0)
         .bind(AGE_BUCKETS[2].0)
         .bind(AGE_BUCKETS[3].0)
-        .bind(tenant)
+        .bind(&range.from)
+        .bind(&range.to)
         .fetch_all(read)
         .await?;
         let mut age_counts = [0i64; AGE_BUCKETS.len()];
         for (bucket, count) in buckets {
             age_counts[bucket as usize] = count;
         }
-        let overdue: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM interrupts WHERE status = 'pending' AND run_id LIKE ? || '/%' \
+        let overdue: i64 = sqlx::query_scalar(&format!(
+            "SELECT COUNT(*) FROM interrupts WHERE status = 'pending' AND {} \
              AND deadline_at IS NOT NULL AND deadline_at <= ?",
-        )
-        .bind(tenant)
+            TenantRange::sql("run_id")
+        ))
+        .bind(&range.from)
+        .bind(&range.to)
         .bind(now)
         .fetch_one(read)
         .await?;
         // Overdue first, then the nearest deadline, then the oldest without one.
-        let pending_rows: Vec<PendingTuple> = sqlx::query_as(
+        let pending_rows: Vec<PendingTuple> = sqlx::query_as(&format!(
             "SELECT i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.created_at, i.deadline_at, \
                  (SELECT COUNT(*) FROM votes v WHERE v.interrupt_id = i.interrupt_id AND v.superseded = 0) \
-                 FROM interrupts i WHERE i.status = 'pending' AND i.run_id LIKE ? || '/%' \
+                 FROM interrupts i WHERE i.status = 'pending' AND {} \
                  ORDER BY i.deadline_at IS NULL, i.deadline_at, i.created_at LIMIT ?",
-        )
-        .bind(tenant)
+            TenantRange::sql("i.run_id")
+        ))
+        .bind(&range.from)
+        .bind(&range.to)
         .bind(OVERVIEW_PENDING)
         .fetch_all(read)
         .await?;
@@ -454,10 +480,12 @@ impl Engine {
                 },
             )
             .collect();
-        let outbox_backlog: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM outbox WHERE status = 'pending' AND run_id LIKE ? || '/%'",
-        )
-        .bind(tenant)
+        let outbox_backlog: i64 = sqlx::query_scalar(&format!(
+            "SELECT COUNT(*) FROM outbox WHERE status = 'pending' AND {}",
+            TenantRange::sql("run_id")
+        ))
+        .bind(&range.from)
+        .bind(&range.to)
         .fetch_one(read)
         .await?;
         Ok(AdminOverview {
@@ -505,17 +533,20 @@ impl Engine {
     }
 
     /// Interrupts resolved per UTC day over the last `days` days (oldest first, every day present).
-    pub async fn decisions_per_day(&self, tenant: &str, days: usize) -> Result<Vec<DayDecisions>> {
+    async fn decisions_per_day(&self, tenant: &str, days: usize) -> Result<Vec<DayDecisions>> {
         let days = days.clamp(1, 366);
         let today = self.now().div_euclid(DAY);
         let first = today - (days as Millis - 1);
-        let rows: Vec<ResolvedTuple> = sqlx::query_as(
+        let range = TenantRange::of(tenant);
+        let rows: Vec<ResolvedTuple> = sqlx::query_as(&format!(
             "SELECT resolved_at, kind, json_extract(resolution, '$.decision'), json_extract(resolution, '$.reason'), \
              json_extract(resolution, '$.action') \
-             FROM interrupts WHERE status = 'resolved' AND resolved_at >= ? AND run_id LIKE ? || '/%'",
-        )
+             FROM interrupts WHERE status = 'resolved' AND resolved_at >= ? AND {}",
+            TenantRange::sql("run_id")
+        ))
         .bind(first * DAY)
-        .bind(tenant)
+        .bind(&range.from)
+        .bind(&range.to)
         .fetch_all(&self.inner.store.read)
         .await?;
         let mut by_day: Vec<DayDecisions> = (first..=today)
@@ -544,7 +575,8 @@ impl Engine {
     // ----- runs and timelines --------------------------------------------------------
 
     /// Runs of `tenant`, newest first, filtered and cut into pages.
-    pub async fn admin_runs(&self, tenant: &str, filter: &RunFilter) -> Result<RunPage> {
+    pub async fn admin_runs(&self, actor: &Actor, filter: &RunFilter) -> Result<RunPage> {
+        let tenant = admin_tenant(actor)?;
         let read = &self.inner.store.read;
         let page = filter.page.max(1);
         let total: i64 = sqlx::query_scalar(
@@ -586,7 +618,8 @@ impl Engine {
     }
 
     /// A run's event log and the audit of every vote on its interrupts.
-    pub async fn run_timeline(&self, tenant: &str, run_id: &str) -> Result<Timeline> {
+    pub async fn run_timeline(&self, actor: &Actor, run_id: &str) -> Result<Timeline> {
+        let tenant = admin_tenant(actor)?;
         let read = &self.inner.store.read;
         let row: Option<(RunTuple, Option<String>, String)> = sqlx::query_as::<
             _,
@@ -662,7 +695,8 @@ impl Engine {
     // ----- directory -------------------------------------------------------------------
 
     /// Everyone in `tenant`, with the groups and roles they make up.
-    pub async fn directory(&self, tenant: &str) -> Result<Directory> {
+    pub async fn directory(&self, actor: &Actor) -> Result<Directory> {
+        let tenant = admin_tenant(actor)?;
         let rows: Vec<PrincipalTuple> = sqlx::query_as(
             "SELECT id, name, email, groups, roles, is_override, password_hash FROM principals WHERE tenant = ? ORDER BY id",
         )
@@ -708,7 +742,8 @@ impl Engine {
     }
 
     /// Creates or edits a principal of `tenant`. An id of another tenant is refused.
-    pub async fn save_principal(&self, tenant: &str, edit: PrincipalEdit) -> Result<Principal> {
+    pub async fn save_principal(&self, actor: &Actor, edit: PrincipalEdit) -> Result<Principal> {
+        let tenant = admin_tenant(actor)?;
         let id = edit.id.trim().to_string();
         check_name("id", &id)?;
         let name = edit.name.trim();
@@ -754,12 +789,13 @@ impl Engine {
     /// Adds `principal` to (or removes it from) a group or role.
     pub async fn set_membership(
         &self,
-        tenant: &str,
+        actor: &Actor,
         principal_id: &str,
         kind: MembershipKind,
         name: &str,
         member: bool,
     ) -> Result<Principal> {
+        let tenant = admin_tenant(actor)?;
         let field = match kind {
             MembershipKind::Group => "group",
             MembershipKind::Role => "role",
@@ -781,10 +817,11 @@ impl Engine {
     /// Sets (or, with `None`, removes) a principal's console password.
     pub async fn admin_set_password(
         &self,
-        tenant: &str,
+        actor: &Actor,
         principal_id: &str,
         password: Option<&str>,
     ) -> Result<()> {
+        let tenant = admin_tenant(actor)?;
         self.tenant_principal(tenant, principal_id).await?;
         let phc = match password {
             Some(p) if p.chars().count() < 8 => {
@@ -808,8 +845,15 @@ impl Engine {
 
     // ----- API keys ----------------------------------------------------------------------
 
-    /// The API keys of `tenant`'s principals, newest first.
-    pub async fn api_keys(&self, tenant: &str) -> Result<Vec<ApiKeyRow>> {
+    /// The API keys of the admin's tenant's principals, newest first.
+    pub async fn api_keys(&self, actor: &Actor) -> Result<Vec<ApiKeyRow>> {
+        let tenant = admin_tenant(actor)?.to_string();
+        self.operator_api_keys(&tenant).await
+    }
+
+    /// The API keys of `tenant`'s principals: the instance operator's view
+    /// (the CLI on the database), for any tenant.
+    pub async fn operator_api_keys(&self, tenant: &str) -> Result<Vec<ApiKeyRow>> {
         let rows: Vec<ApiKeyTuple> = sqlx::query_as(
             "SELECT k.key_hash, k.principal, k.scopes, k.label, k.created_at, k.revoked_at \
              FROM api_keys k JOIN principals p ON p.id = k.principal WHERE p.tenant = ? \
@@ -834,11 +878,12 @@ impl Engine {
     /// Generates a key for a principal of `tenant`; the plain key is returned once.
     pub async fn create_api_key(
         &self,
-        tenant: &str,
+        actor: &Actor,
         principal_id: &str,
         scopes: &[String],
         label: Option<String>,
     ) -> Result<NewApiKey> {
+        let tenant = admin_tenant(actor)?;
         self.tenant_principal(tenant, principal_id).await?;
         let scopes = auth::parse_scopes(scopes).map_err(|e| EngineError::validation("scopes", e))?;
         if scopes.is_empty() {
@@ -853,9 +898,19 @@ impl Engine {
         })
     }
 
-    /// Revokes the key whose digest starts with `id` (at least 8 characters, one match).
-    /// With `tenant`, only that tenant's keys; without, any (offline admin work).
-    pub async fn revoke_api_key(&self, tenant: Option<&str>, id: &str) -> Result<ApiKeyRow> {
+    /// Revokes the key of the admin's tenant whose digest starts with `id`
+    /// (at least 8 characters, one match); another tenant's key does not exist here.
+    pub async fn revoke_api_key(&self, actor: &Actor, id: &str) -> Result<ApiKeyRow> {
+        let tenant = admin_tenant(actor)?.to_string();
+        self.revoke_key(Some(&tenant), id).await
+    }
+
+    /// Revokes any tenant's key: the instance operator's act (the CLI on the database).
+    pub async fn operator_revoke_api_key(&self, id: &str) -> Result<ApiKeyRow> {
+        self.revoke_key(None, id).await
+    }
+
+    async fn revoke_key(&self, tenant: Option<&str>, id: &str) -> Result<ApiKeyRow> {
         let id = id.trim().to_ascii_lowercase();
         if id.len() < 8 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
             return Err(EngineError::validation(

@@ -3,10 +3,11 @@
 //! uses), who may still vote on a gate, and password sign-in.
 
 use super::Engine;
-use crate::approval::ApprovalRules;
+use crate::approval::{agreeing_approvals, approved_data, ApprovalRules, Ballot};
 use crate::clock::{rfc3339, Millis};
 use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
+use crate::ids::TenantRange;
 use crate::passwords;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -69,7 +70,7 @@ pub struct InboxItem {
     pub deadline_state: String,
     /// The ref that makes this person eligible (`group:finance`, …).
     pub eligible_via: String,
-    /// Approvals: counted accepts and the number required.
+    /// Approvals: the largest group of counted approvals of the same data, and the number required.
     pub accepts: Option<u32>,
     pub required_approvals: Option<u32>,
     /// This person's counted vote, if any (a new vote replaces it).
@@ -119,12 +120,19 @@ struct PendingRowVia {
     via: String,
 }
 
-/// Whether `principal` may decide an interrupt of `kind` with these stored rules.
-fn eligible(kind: &str, eligibility: &str, owner: &str, principal: &Principal) -> Result<String> {
+/// Whether `principal` may decide an interrupt of `kind` with these stored
+/// rules; `holds_respond` as for [`ApprovalRules::eligibility`].
+fn eligible(kind: &str, eligibility: &str, owner: &str, principal: &Principal, holds_respond: bool) -> Result<String> {
+    if !holds_respond {
+        return Err(EngineError::Forbidden(format!(
+            "{} does not hold approvals:respond",
+            principal.id
+        )));
+    }
     if kind == "approval" {
         let rules: ApprovalRules = serde_json::from_str(eligibility)
             .map_err(|_| EngineError::Internal("approval rules unreadable".into()))?;
-        rules.eligibility(principal, owner)
+        rules.eligibility(principal, owner, holds_respond)
     } else {
         // Other kinds: anyone of the run's tenant may answer (as over the API).
         Ok(format!("tenant:{}", principal.tenant))
@@ -165,13 +173,13 @@ impl Engine {
             .principal(&principal.id)
             .await?
             .unwrap_or_else(|| principal.clone());
-        // Runs of the tenant: ids from "tenant/" up to (not including) "tenant0".
-        let (from, to) = (format!("{}/", principal.tenant), format!("{}0", principal.tenant));
-        let groups: Vec<(String, String, String, bool, String, i64)> = sqlx::query_as(
+        let TenantRange { from, to } = TenantRange::of(&principal.tenant);
+        let groups: Vec<(String, String, String, bool, String, i64)> = sqlx::query_as(&format!(
             "SELECT kind, eligibility, workflow_id, owner_subject = ? AS mine, MIN(owner_subject), COUNT(*) \
-             FROM interrupts INDEXED BY interrupts_inbox WHERE status = 'pending' AND run_id >= ? AND run_id < ? \
+             FROM interrupts INDEXED BY interrupts_inbox WHERE status = 'pending' AND {} \
              GROUP BY kind, eligibility, workflow_id, mine",
-        )
+            TenantRange::sql("run_id")
+        ))
         .bind(&principal.id)
         .bind(&from)
         .bind(&to)
@@ -183,7 +191,8 @@ impl Engine {
         let mut admitted = Vec::new();
         let mut total = 0usize;
         for (kind, rules, workflow_id, mine, owner, count) in groups {
-            let Ok(via) = eligible(&kind, &rules, &owner, &principal) else {
+            // The inbox is a signed-in person's: people hold approvals:respond.
+            let Ok(via) = eligible(&kind, &rules, &owner, &principal, true) else {
                 continue;
             };
             if !workflows.contains(&workflow_id) {
@@ -224,7 +233,8 @@ impl Engine {
             let from_where = format!(
                 "FROM interrupts i INDEXED BY interrupts_inbox CROSS JOIN ok ON i.kind = ok.kind AND i.eligibility = ok.eligibility \
                  AND i.workflow_id = ok.workflow_id AND (i.owner_subject = ?) = ok.mine \
-                 WHERE i.status = 'pending' AND i.run_id >= ? AND i.run_id < ?{overdue}"
+                 WHERE i.status = 'pending' AND {}{overdue}",
+                TenantRange::sql("i.run_id")
             );
             let with = format!("WITH ok(kind, eligibility, workflow_id, mine, via) AS (VALUES {values}) ");
             if filter.overdue {
@@ -269,18 +279,27 @@ impl Engine {
             .filter(|(r, _)| r.kind == "approval")
             .map(|(r, _)| r.interrupt_id.as_str())
             .collect();
-        let mut votes: HashMap<String, Vec<(String, String)>> = HashMap::new();
+        let mut votes: HashMap<String, Vec<Ballot>> = HashMap::new();
         if !approval_ids.is_empty() {
             let marks = vec!["?"; approval_ids.len()].join(", ");
             let sql = format!(
-                "SELECT interrupt_id, principal, action FROM votes WHERE superseded = 0 AND action <> 'ask' AND interrupt_id IN ({marks})"
+                "SELECT v.interrupt_id, v.principal, v.action, v.resume_value, \
+                 (SELECT json_extract(i.payload, '$.data.artifactData') FROM interrupts i WHERE i.interrupt_id = v.interrupt_id) \
+                 FROM votes v WHERE v.superseded = 0 AND v.action <> 'ask' AND v.interrupt_id IN ({marks})"
             );
-            let mut q = sqlx::query_as::<_, (String, String, String)>(&sql);
+            let mut q = sqlx::query_as::<_, (String, String, String, String, Option<String>)>(&sql);
             for id in &approval_ids {
                 q = q.bind(*id);
             }
-            for (iid, p, a) in q.fetch_all(&self.inner.store.read).await? {
-                votes.entry(iid).or_default().push((p, a));
+            for (iid, p, a, rv, original) in q.fetch_all(&self.inner.store.read).await? {
+                let rv: serde_json::Value = serde_json::from_str(&rv).unwrap_or_default();
+                let original: Option<serde_json::Value> = original.and_then(|o| serde_json::from_str(&o).ok());
+                votes.entry(iid).or_default().push(Ballot {
+                    approves: approved_data(&a, &rv, original.as_ref()),
+                    principal: p,
+                    action: a,
+                    is_override: false,
+                });
             }
         }
 
@@ -290,11 +309,11 @@ impl Engine {
                 let (accepts, required, my_vote) = if row.kind == "approval" {
                     let rules: Option<ApprovalRules> = serde_json::from_str(&row.eligibility).ok();
                     let v = votes.get(&row.interrupt_id).cloned().unwrap_or_default();
-                    let accepts = v
+                    let accepts = agreeing_approvals(&v);
+                    let mine = v
                         .iter()
-                        .filter(|(_, a)| a == "accept" || a == "edit-accept")
-                        .count() as u32;
-                    let mine = v.iter().find(|(p, _)| *p == principal.id).map(|(_, a)| a.clone());
+                        .find(|b| b.principal == principal.id)
+                        .map(|b| b.action.clone());
                     (Some(accepts), rules.map(|r| r.required_approvals), mine)
                 } else {
                     (None, None, None)
@@ -350,7 +369,7 @@ impl Engine {
             .unwrap_or_else(|| principal.clone());
         Ok(rows
             .iter()
-            .any(|(kind, rules, owner)| eligible(kind, rules, owner, &principal).is_ok()))
+            .any(|(kind, rules, owner)| eligible(kind, rules, owner, &principal, true).is_ok()))
     }
 
     /// Whether `actor` may decide the latest interrupt at `node_id`: the ref
@@ -370,7 +389,8 @@ impl Engine {
             .await?
             .unwrap_or_else(|| actor.principal.clone());
         let (eligibility, owner) = self.stored_rules(&view.interrupt_id).await?;
-        Ok(eligible(&view.kind, &eligibility, &owner, &principal).map_err(|e| e.to_string()))
+        let holds = actor.allows(crate::auth::Scope::ApprovalsRespond);
+        Ok(eligible(&view.kind, &eligibility, &owner, &principal, holds).map_err(|e| e.to_string()))
     }
 
     /// The people of the run's tenant who may vote on a pending approval and
@@ -394,7 +414,8 @@ impl Engine {
             let Some(p) = self.principal(&id).await? else {
                 continue;
             };
-            if let Ok(via) = eligible(&view.kind, &eligibility, &owner, &p) {
+            let holds = self.holds_respond(&p.id).await?;
+            if let Ok(via) = eligible(&view.kind, &eligibility, &owner, &p, holds) {
                 out.push(Voter {
                     id: p.id,
                     name: p.name,

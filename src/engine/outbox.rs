@@ -123,11 +123,14 @@ impl Engine {
     /// The latest messages matching `filter`, newest first.
     pub async fn outbox_list(&self, filter: &OutboxFilter) -> Result<Vec<OutboxItem>> {
         filter.check()?;
+        let range = filter.tenant.as_deref().map(crate::ids::TenantRange::of);
         Ok(sqlx::query_as::<_, OutboxItem>(&format!(
-            "SELECT {COLUMNS} FROM outbox WHERE (?1 IS NULL OR substr(run_id, 1, length(?1) + 1) = ?1 || '/') \
-             AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR status = ?3) ORDER BY id DESC LIMIT ?4"
+            "SELECT {COLUMNS} FROM outbox WHERE (?1 IS NULL OR {}) \
+             AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR status = ?4) ORDER BY id DESC LIMIT ?5",
+            crate::ids::TenantRange::sql_numbered("run_id", 1)
         ))
-        .bind(filter.tenant.as_deref())
+        .bind(range.as_ref().map(|r| r.from.as_str()))
+        .bind(range.as_ref().map(|r| r.to.as_str()))
         .bind(filter.kind.as_deref())
         .bind(filter.status.as_deref())
         .bind(filter.limit.unwrap_or(100))
@@ -239,9 +242,21 @@ impl Engine {
             .await
     }
 
-    /// Retries a failed or dropped message of one of `tenant`'s runs (an
-    /// admin's retry); another tenant's message does not exist for them.
-    pub async fn outbox_retry_for_tenant(&self, tenant: &str, id: i64) -> Result<()> {
+    /// The admin's view of their tenant's outbox: `filter` with the tenant
+    /// set to the admin's own, whatever it said.
+    pub async fn outbox_list_for(&self, actor: &crate::Actor, filter: &OutboxFilter) -> Result<Vec<OutboxItem>> {
+        let tenant = super::admin::admin_tenant(actor)?;
+        self.outbox_list(&OutboxFilter {
+            tenant: Some(tenant.to_string()),
+            ..filter.clone()
+        })
+        .await
+    }
+
+    /// Retries a failed or dropped message of one of the admin's tenant's
+    /// runs; another tenant's message does not exist for them.
+    pub async fn outbox_retry_for_tenant(&self, actor: &crate::Actor, id: i64) -> Result<()> {
+        let tenant = super::admin::admin_tenant(actor)?;
         match self.outbox_item(id).await {
             Ok(item) if crate::ids::tenant_of(&item.run_id) == tenant => self.outbox_retry(id).await,
             Ok(_) | Err(EngineError::NotFound(_)) => {

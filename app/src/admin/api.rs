@@ -306,6 +306,11 @@ mod server_side {
         Ok(principal)
     }
 
+    /// The signed-in admin as the actor the engine's admin operations check.
+    pub fn admin_actor() -> Result<tollgate::Actor, ServerFnError> {
+        require_admin().map(tollgate::Actor::session)
+    }
+
     pub fn take_flash() -> Option<Flash> {
         use_context::<http::request::Parts>()
             .and_then(|p| p.extensions.get::<FlashMessage>().map(|f| f.0.clone()))
@@ -322,9 +327,9 @@ pub const DECISION_DAYS: usize = 14;
 #[server]
 pub async fn load_admin_overview() -> Result<OverviewData, ServerFnError> {
     let engine = expect_context::<tollgate::Engine>();
-    let me = require_admin()?;
+    let me = admin_actor()?;
     let overview = engine
-        .admin_overview(&me.tenant, DECISION_DAYS)
+        .admin_overview(&me, DECISION_DAYS)
         .await
         .map_err(fail)?;
     let run_links = overview.pending.iter().map(|p| run_href(&p.run_id)).collect();
@@ -337,13 +342,13 @@ pub async fn load_admin_overview() -> Result<OverviewData, ServerFnError> {
 #[server]
 pub async fn load_admin_runs(query: RunsQuery) -> Result<RunsData, ServerFnError> {
     let engine = expect_context::<tollgate::Engine>();
-    let me = require_admin()?;
+    let me = admin_actor()?;
     let filter = tollgate::engine::admin::RunFilter {
         status: query.status.filter(|s| !s.is_empty()),
         workflow_id: query.workflow.filter(|s| !s.is_empty()),
         page: query.page.unwrap_or(1),
     };
-    let runs = engine.admin_runs(&me.tenant, &filter).await.map_err(fail)?;
+    let runs = engine.admin_runs(&me, &filter).await.map_err(fail)?;
     let run_links = runs.items.iter().map(|r| run_href(&r.run_id)).collect();
     Ok(RunsData {
         runs: recast(runs)?,
@@ -354,9 +359,9 @@ pub async fn load_admin_runs(query: RunsQuery) -> Result<RunsData, ServerFnError
 #[server]
 pub async fn load_run_timeline(run: String) -> Result<TimelineData, ServerFnError> {
     let engine = expect_context::<tollgate::Engine>();
-    let me = require_admin()?;
+    let me = admin_actor()?;
     let run_id = tollgate::ids::parse_run_id(&run).map_err(fail)?;
-    let timeline = engine.run_timeline(&me.tenant, &run_id).await.map_err(fail)?;
+    let timeline = engine.run_timeline(&me, &run_id).await.map_err(fail)?;
     Ok(TimelineData {
         timeline: recast(timeline)?,
         href: run_href(&run_id),
@@ -366,8 +371,8 @@ pub async fn load_run_timeline(run: String) -> Result<TimelineData, ServerFnErro
 #[server]
 pub async fn load_people() -> Result<PeopleData, ServerFnError> {
     let engine = expect_context::<tollgate::Engine>();
-    let me = require_admin()?;
-    let directory = engine.directory(&me.tenant).await.map_err(fail)?;
+    let me = admin_actor()?;
+    let directory = engine.directory(&me).await.map_err(fail)?;
     Ok(PeopleData {
         directory: recast(directory)?,
         flash: take_flash(),
@@ -377,10 +382,10 @@ pub async fn load_people() -> Result<PeopleData, ServerFnError> {
 #[server]
 pub async fn load_keys() -> Result<KeysData, ServerFnError> {
     let engine = expect_context::<tollgate::Engine>();
-    let me = require_admin()?;
-    let api_keys = engine.api_keys(&me.tenant).await.map_err(fail)?;
+    let me = admin_actor()?;
+    let api_keys = engine.api_keys(&me).await.map_err(fail)?;
     let token_keys = engine.token_keys().await.map_err(fail)?;
-    let directory = engine.directory(&me.tenant).await.map_err(fail)?;
+    let directory = engine.directory(&me).await.map_err(fail)?;
     Ok(KeysData {
         api_keys: recast(api_keys)?,
         token_keys: recast(token_keys)?,
@@ -396,14 +401,14 @@ pub async fn load_keys() -> Result<KeysData, ServerFnError> {
 #[server]
 pub async fn load_outbox(kind: Option<String>, status: Option<String>) -> Result<OutboxData, ServerFnError> {
     let engine = expect_context::<tollgate::Engine>();
-    let me = require_admin()?;
+    let me = admin_actor()?;
     let filter = tollgate::engine::outbox::OutboxFilter {
-        tenant: Some(me.tenant.clone()),
+        tenant: None,
         kind: kind.filter(|s| !s.is_empty()),
         status: status.filter(|s| !s.is_empty()),
         limit: Some(200),
     };
-    let rows = engine.outbox_list(&filter).await.map_err(fail)?;
+    let rows = engine.outbox_list_for(&me, &filter).await.map_err(fail)?;
     let rows = rows
         .into_iter()
         .map(|r| OutboxRow {

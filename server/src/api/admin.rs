@@ -94,12 +94,12 @@ pub async fn list_outbox(
 ) -> ApiResult<Json<Value>> {
     auth.require(Scope::Admin)?;
     let filter = OutboxFilter {
-        tenant: Some(auth.actor.tenant().to_string()),
+        tenant: None,
         kind: q.kind,
         status: q.status,
         limit: q.limit,
     };
-    let items = state.engine.outbox_list(&filter).await?;
+    let items = state.engine.outbox_list_for(&auth.actor, &filter).await?;
     Ok(Json(
         json!({ "items": items.into_iter().map(view).collect::<Vec<_>>() }),
     ))
@@ -140,7 +140,7 @@ pub async fn retry_outbox(
         .map_err(|_| ApiError::validation("outboxId", format!("outboxId {id:?} is not an integer")))?;
     state
         .engine
-        .outbox_retry_for_tenant(auth.actor.tenant(), id)
+        .outbox_retry_for_tenant(&auth.actor, id)
         .await?;
     Ok(Json(view(state.engine.outbox_item(id).await?)))
 }

@@ -263,6 +263,12 @@ pub fn is_waiting(status: &str) -> bool {
     status.starts_with("waiting-")
 }
 
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct InspectQuery {
+    intent: Option<tollgate::token::Intent>,
+}
+
 #[utoipa::path(
     get,
     path = "/runs/{runId}/interrupts/{nodeId}",
@@ -273,6 +279,7 @@ pub fn is_waiting(status: &str) -> bool {
     params(
         ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` or `tenant%2Fopaque`"),
         ("nodeId" = String, Path, description = "The interrupted node"),
+        ("intent" = Option<String>, Query, description = "`inspect`: the link in the answer may only inspect. Without it (or with `resolve`) the link resolves only when the caller holds `approvals:respond` and may decide; otherwise it is an inspect link. The answer's `intent` says which"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
     responses(
@@ -291,6 +298,7 @@ pub async fn inspect(
     State(state): State<AppState>,
     auth: Authed,
     Path((run_id, node_id)): Path<(String, String)>,
+    ApiQuery(q): ApiQuery<InspectQuery>,
 ) -> ApiResult<Json<Value>> {
     auth.require(Scope::RunsRead)?;
     let run_id = parse_run_id(&run_id)?;
@@ -298,21 +306,17 @@ pub async fn inspect(
         .engine
         .inspect_interrupt(&run_id, &node_id, &auth.actor)
         .await?;
-    let pending = view.status == "pending";
     let mut body = serde_json::to_value(view).map_err(|e| ApiError::from(tollgate::EngineError::from(e)))?;
-    // A link for the calling principal, so API clients can hand it on.
-    if pending && state.engine.can_mint_tokens() {
-        let (token, expires) = state
-            .engine
-            .mint_token(
-                &run_id,
-                &node_id,
-                &auth.actor.principal,
-                tollgate::token::Intent::Resolve,
-            )
-            .await?;
-        body["token"] = serde_json::json!(token);
-        body["expiresAt"] = serde_json::json!(tollgate::clock::rfc3339(expires));
+    // A link for the calling principal, so API clients can hand it on; the
+    // engine decides what it may do.
+    if let Some((token, expires, intent)) = state
+        .engine
+        .link_for(&auth.actor, &run_id, &node_id, q.intent)
+        .await?
+    {
+        body["token"] = json!(token);
+        body["expiresAt"] = json!(tollgate::clock::rfc3339(expires));
+        body["intent"] = json!(intent);
     }
     Ok(Json(body))
 }

@@ -224,9 +224,13 @@ pub struct InterruptView {
     pub resolution: Option<Value>,
     pub votes: Vec<Vote>,
     pub quorum: Option<JsonObject>,
-    /// A `resolve` token for the caller (pending, signing key configured).
+    /// A link token for the caller (pending, signing key configured):
+    /// resolve-capable only when the caller holds `approvals:respond` and may
+    /// decide this interrupt, else (or with `?intent=inspect`) inspect-only.
     pub token: Option<String>,
     pub expires_at: Option<String>,
+    /// `resolve` or `inspect`: what `token` may do.
+    pub intent: Option<String>,
 }
 
 /// `GET /interrupts`.
@@ -257,6 +261,8 @@ pub struct WorkflowInfo {
     pub id: String,
     pub name: String,
     pub version: String,
+    /// `instance` (loaded from `[workflows] dirs`; read-only to tenants) or `tenant` (the caller's tenant's own).
+    pub scope: String,
 }
 
 /// `GET /workflows`.

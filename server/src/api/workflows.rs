@@ -16,7 +16,7 @@ use tollgate::EngineError;
     path = "/workflows",
     tag = "workflows",
     operation_id = "listWorkflows",
-    summary = "Registered workflows",
+    summary = "The workflows the caller's tenant may run: instance-wide and its own",
     security(("bearer" = ["runs:read"])),
     params(
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
@@ -32,7 +32,7 @@ use tollgate::EngineError;
 )]
 pub async fn list(State(state): State<AppState>, auth: Authed) -> ApiResult<Json<Value>> {
     auth.require(Scope::RunsRead)?;
-    Ok(Json(json!({ "workflows": state.engine.workflows() })))
+    Ok(Json(json!({ "workflows": state.engine.workflows_for(&auth.actor)? })))
 }
 
 #[utoipa::path(
@@ -62,11 +62,7 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     auth.require(Scope::RunsRead)?;
-    state
-        .engine
-        .workflow(&id)
-        .map(Json)
-        .ok_or_else(|| EngineError::NotFound(format!("no workflow \"{id}\"")).into())
+    Ok(Json(state.engine.workflow_for(&auth.actor, &id)?))
 }
 
 #[utoipa::path(
@@ -74,7 +70,7 @@ pub async fn get(
     path = "/workflows/{workflowId}",
     tag = "workflows",
     operation_id = "putWorkflow",
-    summary = "Register or replace a workflow",
+    summary = "Register or replace a workflow of the caller's tenant",
     security(("bearer" = ["admin"])),
     params(
         ("workflowId" = String, Path, description = "Workflow id; the body's `id`, when present, must match"),
@@ -86,7 +82,7 @@ pub async fn get(
         (status = 201, description = "Registered", body = WorkflowInfo),
         (status = 400, description = "`validation_error`: the definition is refused; the message names the node and the problem", body = ErrorEnvelope),
         (status = 401, description = "`unauthenticated`: missing, malformed or unknown API key", body = ErrorEnvelope, headers(("WWW-Authenticate" = String, description = "`Bearer`"))),
-        (status = 403, description = "`forbidden`: the key lacks the admin scope", body = ErrorEnvelope),
+        (status = 403, description = "`forbidden`: the key lacks the admin scope, or the id names an instance-wide workflow (loaded from `[workflows] dirs`), which tenants cannot replace", body = ErrorEnvelope),
         (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
         (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
         (status = 500, description = "`internal_error`", body = ErrorEnvelope),
@@ -115,12 +111,11 @@ pub async fn put(
             ));
         }
     }
-    let existed = state.engine.workflow(&id).is_some();
-    let info = state.engine.register_workflow(def).await?;
-    let status = if existed {
-        StatusCode::OK
-    } else {
+    let (info, created) = state.engine.put_tenant_workflow(&auth.actor, def).await?;
+    let status = if created {
         StatusCode::CREATED
+    } else {
+        StatusCode::OK
     };
     Ok((
         status,

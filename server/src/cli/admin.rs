@@ -56,9 +56,7 @@ pub(super) async fn user(command: UserCommand) -> anyhow::Result<i32> {
     if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
         bail!("--id {id:?}: must be non-empty, without '/' or spaces");
     }
-    if !tollgate::ids::is_tenant_id(&tenant) {
-        bail!("--tenant {tenant:?}: must match ^[A-Za-z0-9._~-]{{1,128}}$");
-    }
+    tollgate::ids::check_tenant_id("--tenant", &tenant)?;
     // Read the password before touching the database.
     let phc = if password_stdin {
         let mut line = String::new();
@@ -128,12 +126,15 @@ pub(super) async fn key(command: KeyCommand) -> anyhow::Result<i32> {
         KeyCommand::List { db, tenant } => {
             let engine = open_db(&db).await?;
             let tenants = match tenant {
-                Some(t) => vec![t],
+                Some(t) => {
+                    tollgate::ids::check_tenant_id("--tenant", &t)?;
+                    vec![t]
+                }
                 None => engine.tenants().await?,
             };
             let mut keys = Vec::new();
             for t in tenants {
-                keys.extend(engine.api_keys(&t).await?);
+                keys.extend(engine.operator_api_keys(&t).await?);
             }
             print_json(&json!({ "keys": keys }));
             Ok(0)
@@ -153,7 +154,7 @@ pub(super) async fn key(command: KeyCommand) -> anyhow::Result<i32> {
                 (None, false) => bail!("give --id or --key-stdin"),
             };
             let engine = open_db(&db).await?;
-            let row = engine.revoke_api_key(None, &id).await?;
+            let row = engine.operator_revoke_api_key(&id).await?;
             print_json(&json!(row));
             Ok(0)
         }

@@ -317,10 +317,20 @@ pub(super) async fn mint_token(
              use --config FILE --principal ID to mint offline"
         );
     };
+    // Echo what the server granted, never what was asked: a caller who may
+    // not decide gets an inspect link even when asking for resolve.
+    let Some(granted) = r["intent"].as_str() else {
+        bail!("the server did not say what the link may do (no `intent` in its answer); not printing it");
+    };
+    if granted != intent {
+        eprintln!(
+            "note: asked for a {intent} link; the server granted {granted} (this key may not decide this interrupt)"
+        );
+    }
     print_json(&json!({
         "token": token,
         "expiresAt": r["expiresAt"],
-        "intent": r.get("intent").cloned().unwrap_or(json!(intent)),
+        "intent": granted,
         "url": format!("{}/t/{token}", remote.url.trim_end_matches('/')),
     }));
     Ok(0)
