@@ -47,10 +47,7 @@ fn setup_with(durability: tollgate::Durability) -> Bench {
             )
             .await
             .unwrap();
-        (
-            engine,
-            Actor::operator(p),
-        )
+        (engine, Actor::operator(p))
     });
     Bench {
         rt,

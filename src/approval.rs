@@ -426,7 +426,11 @@ pub fn tally(rules: &ApprovalRules, ballots: &[Ballot]) -> Verdict {
     };
     if rejected {
         // The deciding vote names the action; an accept cannot tip a rejection.
-        let action = if last.rejects() { last.action.clone() } else { "reject".into() };
+        let action = if last.rejects() {
+            last.action.clone()
+        } else {
+            "reject".into()
+        };
         return Verdict::Rejected { action };
     }
     if last.approves_something() && accepts >= rules.required_approvals {
@@ -628,7 +632,8 @@ mod tests {
             "principal:ann"
         );
         assert_eq!(
-            r.eligibility(&person("bob", &["finance"], &[]), "x", false).unwrap(),
+            r.eligibility(&person("bob", &["finance"], &[]), "x", false)
+                .unwrap(),
             "group:finance"
         );
         assert_eq!(
@@ -718,7 +723,10 @@ mod tests {
         let two = rules(json!({"actions": ["accept", "edit-accept"], "requiredApprovals": 2}));
         // Two approvers who approved different data do not make a quorum.
         assert_eq!(
-            tally(&two, &[edit("a", json!({"amount": 1})), edit("b", json!({"amount": 2}))]),
+            tally(
+                &two,
+                &[edit("a", json!({"amount": 1})), edit("b", json!({"amount": 2}))]
+            ),
             Verdict::Pending {
                 accepts: 1,
                 rejects: 0
@@ -732,24 +740,45 @@ mod tests {
             }
         );
         assert!(matches!(
-            tally(&two, &[edit("a", json!({"amount": 2})), edit("b", json!({"amount": 2}))]),
+            tally(
+                &two,
+                &[edit("a", json!({"amount": 2})), edit("b", json!({"amount": 2}))]
+            ),
             Verdict::Granted { .. }
         ));
         assert!(matches!(
-            tally(&two, &[edit("a", json!({"amount": 2})), b("b", "accept"), b("c", "accept")]),
+            tally(
+                &two,
+                &[
+                    edit("a", json!({"amount": 2})),
+                    b("b", "accept"),
+                    b("c", "accept")
+                ]
+            ),
             Verdict::Granted { .. }
         ));
         // An edit that changes nothing approves the artifact as requested.
         let original = json!({"amount": 1});
         assert_eq!(
-            approved_data("edit-accept", &json!({"editedArtifactData": {"amount": 1}}), Some(&original)),
+            approved_data(
+                "edit-accept",
+                &json!({"editedArtifactData": {"amount": 1}}),
+                Some(&original)
+            ),
             None
         );
         assert_eq!(
-            approved_data("edit-accept", &json!({"editedArtifactData": {"amount": 3}}), Some(&original)),
+            approved_data(
+                "edit-accept",
+                &json!({"editedArtifactData": {"amount": 3}}),
+                Some(&original)
+            ),
             Some(json!({"amount": 3}))
         );
-        assert_eq!(approved_data("accept", &json!({"editedArtifactData": {"x": 1}}), None), None);
+        assert_eq!(
+            approved_data("accept", &json!({"editedArtifactData": {"x": 1}}), None),
+            None
+        );
         assert_eq!(
             agreeing_approvals(&[edit("a", json!(1)), edit("b", json!(2)), edit("c", json!(2))]),
             2

@@ -81,7 +81,11 @@ impl Actor {
     /// with the `admin` role also administers it (the dashboard).
     pub fn session(principal: Principal) -> Actor {
         let mut scopes = vec![Scope::RunsRead, Scope::ApprovalsRespond];
-        if principal.roles.iter().any(|r| r == crate::engine::admin::ADMIN_ROLE) {
+        if principal
+            .roles
+            .iter()
+            .any(|r| r == crate::engine::admin::ADMIN_ROLE)
+        {
             scopes.push(Scope::Admin);
         }
         Actor {

@@ -231,7 +231,12 @@ fn workflow_info(wf: &Workflow, owner: &str) -> WorkflowInfo {
         id: wf.id.clone(),
         name: wf.name.clone(),
         version: wf.version.clone(),
-        scope: if owner == INSTANCE { SCOPE_INSTANCE } else { SCOPE_TENANT }.to_string(),
+        scope: if owner == INSTANCE {
+            SCOPE_INSTANCE
+        } else {
+            SCOPE_TENANT
+        }
+        .to_string(),
     }
 }
 
@@ -844,7 +849,16 @@ impl Engine {
             .store
             .write(move |conn| {
                 run_idempotent(conn, &tenant, idem, |conn| {
-                    this.apply_resolve(conn, &rid, &nid, interrupt_id.as_deref(), resume_value, &actor, &principal, now)
+                    this.apply_resolve(
+                        conn,
+                        &rid,
+                        &nid,
+                        interrupt_id.as_deref(),
+                        resume_value,
+                        &actor,
+                        &principal,
+                        now,
+                    )
                 })
             })
             .await?;
@@ -1138,7 +1152,10 @@ impl Engine {
             _ if may_decide => Intent::Resolve,
             _ => Intent::Inspect,
         };
-        match self.mint_token_for(&view.interrupt_id, &actor.principal, intent).await {
+        match self
+            .mint_token_for(&view.interrupt_id, &actor.principal, intent)
+            .await
+        {
             Ok((token, expires)) => Ok(Some((token, expires, intent))),
             // Resolved between the read and the mint.
             Err(EngineError::NotFound(_)) => Ok(None),
@@ -1146,7 +1163,12 @@ impl Engine {
         }
     }
 
-    fn sign_for(&self, interrupt: &InterruptRow, recipient: &Principal, intent: Intent) -> Result<(String, Millis)> {
+    fn sign_for(
+        &self,
+        interrupt: &InterruptRow,
+        recipient: &Principal,
+        intent: Intent,
+    ) -> Result<(String, Millis)> {
         let now = self.now();
         let ttl = *self.inner.token_ttl_ms.read().expect("lock");
         let expires = interrupt.deadline_at.map_or(now + ttl, |d| d.min(now + ttl));
@@ -1233,8 +1255,15 @@ impl Engine {
         }
         // Eligibility and quorum are checked at decision time in the writer,
         // against the very interrupt the link was minted for.
-        self.resolve_visit(&claims.r, &claims.n, Some(claims.i.clone()), resume_value, &actor, idem)
-            .await
+        self.resolve_visit(
+            &claims.r,
+            &claims.n,
+            Some(claims.i.clone()),
+            resume_value,
+            &actor,
+            idem,
+        )
+        .await
     }
 
     /// The actor a link acts as: its recipient as the directory has them now,

@@ -28,7 +28,9 @@ pub fn check_tenant_id(field: &str, s: &str) -> Result<()> {
     } else {
         Err(EngineError::validation(
             field,
-            format!("{field} {s:?} is not a tenant id: 1–128 of A–Z a–z 0–9 . _ - (optionally after \"anon:\")"),
+            format!(
+                "{field} {s:?} is not a tenant id: 1–128 of A–Z a–z 0–9 . _ - (optionally after \"anon:\")"
+            ),
         ))
     }
 }

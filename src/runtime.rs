@@ -1114,7 +1114,11 @@ pub(crate) fn decide(
         let rules = interrupt
             .approval_rules()
             .ok_or_else(|| EngineError::Internal("approval rules unreadable".into()))?;
-        let via = rules.eligibility(principal, &run.owner_subject_id(), actor.allows(crate::auth::Scope::ApprovalsRespond))?;
+        let via = rules.eligibility(
+            principal,
+            &run.owner_subject_id(),
+            actor.allows(crate::auth::Scope::ApprovalsRespond),
+        )?;
         let parsed = approval::parse_resume(&rules, resume_value)?;
         crate::contract::cached(&interrupt.contract)?.validate_resume(resume_value)?;
         let earlier: Vec<(String, String, i64, i64, Value)> =

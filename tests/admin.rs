@@ -85,7 +85,10 @@ fn admin(tenant: &str) -> Actor {
 }
 
 async fn actor(engine: &Engine, id: &str) -> Actor {
-    Actor::api_key(engine.principal(id).await.unwrap().unwrap(), tollgate::auth::ALL_SCOPES[..4].to_vec())
+    Actor::api_key(
+        engine.principal(id).await.unwrap().unwrap(),
+        tollgate::auth::ALL_SCOPES[..4].to_vec(),
+    )
 }
 
 async fn start(engine: &Engine, workflow: &str) -> String {
@@ -179,13 +182,18 @@ async fn runs_filter_and_timeline_with_audit() {
     let b = start(&f.engine, "gate").await;
     vote(&f.engine, &b, "ann", "accept").await;
 
-    let all = f.engine.admin_runs(&admin("acme"), &RunFilter::default()).await.unwrap();
+    let all = f
+        .engine
+        .admin_runs(&admin("acme"), &RunFilter::default())
+        .await
+        .unwrap();
     assert_eq!(all.total, 2);
     assert_eq!(all.items[0].run_id, b, "newest first");
     assert_eq!(all.workflows, vec!["gate", "open-gate"]);
     let waiting = f
         .engine
-        .admin_runs(&admin("acme"),
+        .admin_runs(
+            &admin("acme"),
             &RunFilter {
                 status: Some("waiting-approval".into()),
                 ..Default::default()
@@ -227,7 +235,8 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
     let f = fixture().await;
     let saved = f
         .engine
-        .save_principal(&admin("acme"),
+        .save_principal(
+            &admin("acme"),
             PrincipalEdit {
                 id: "dora".into(),
                 name: "Dora".into(),
@@ -299,7 +308,9 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
 
     // Passwords: too short is refused; set, then removed.
     assert!(matches!(
-        f.engine.admin_set_password(&admin("acme"), "dora", Some("short")).await,
+        f.engine
+            .admin_set_password(&admin("acme"), "dora", Some("short"))
+            .await,
         Err(EngineError::Validation { .. })
     ));
     f.engine
@@ -312,7 +323,10 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
         .await
         .unwrap()
         .is_some());
-    f.engine.admin_set_password(&admin("acme"), "dora", None).await.unwrap();
+    f.engine
+        .admin_set_password(&admin("acme"), "dora", None)
+        .await
+        .unwrap();
     assert!(f
         .engine
         .verify_password("dora", "long enough pass")
@@ -341,7 +355,11 @@ async fn api_keys_are_shown_once_and_revocation_takes_effect() {
 
     // Bad input names its field.
     for (scopes, field) in [(vec![], "scopes"), (vec!["runs:fly".to_string()], "scopes")] {
-        match f.engine.create_api_key(&admin("acme"), "ann", &scopes, None).await {
+        match f
+            .engine
+            .create_api_key(&admin("acme"), "ann", &scopes, None)
+            .await
+        {
             Err(EngineError::Validation { field: got, .. }) => assert_eq!(got.as_deref(), Some(field)),
             other => panic!("{other:?}"),
         }
@@ -554,7 +572,10 @@ async fn outbox_is_listed_and_retried_per_tenant() {
         f.engine.outbox_retry_for_tenant(&admin("other"), id).await,
         Err(EngineError::NotFound(_))
     ));
-    f.engine.outbox_retry_for_tenant(&admin("acme"), id).await.unwrap();
+    f.engine
+        .outbox_retry_for_tenant(&admin("acme"), id)
+        .await
+        .unwrap();
     let again = f
         .engine
         .outbox_list(&filter("acme", None, Some("pending")))

@@ -51,7 +51,10 @@ async fn fixture() -> Fixture {
             .put_api_key(
                 &format!("{id}-key-0123456789"),
                 id,
-                &[tollgate::auth::Scope::RunsRead, tollgate::auth::Scope::ApprovalsRespond],
+                &[
+                    tollgate::auth::Scope::RunsRead,
+                    tollgate::auth::Scope::ApprovalsRespond,
+                ],
                 None,
             )
             .await
@@ -65,7 +68,10 @@ async fn fixture() -> Fixture {
 }
 
 async fn actor(engine: &Engine, id: &str) -> Actor {
-    Actor::api_key(engine.principal(id).await.unwrap().unwrap(), tollgate::auth::ALL_SCOPES[..4].to_vec())
+    Actor::api_key(
+        engine.principal(id).await.unwrap().unwrap(),
+        tollgate::auth::ALL_SCOPES[..4].to_vec(),
+    )
 }
 
 async fn start(engine: &Engine, workflow: &str, mut body: Value) -> String {
@@ -478,9 +484,15 @@ async fn refine_never_grants_and_follows_only_failure_edges() {
     let feedback = json!({"scope": "section", "sectionPath": "amount", "text": "split the invoice"});
 
     let run = start(&f.engine, "refine-veto", json!({})).await;
-    resolve(&f.engine, &run, "gate", "ann", json!({"action": "refine", "refineFeedback": feedback}))
-        .await
-        .unwrap();
+    resolve(
+        &f.engine,
+        &run,
+        "gate",
+        "ann",
+        json!({"action": "refine", "refineFeedback": feedback}),
+    )
+    .await
+    .unwrap();
     let evs = events(&f.engine, &run).await;
     let on = |t: &str, n: &str| {
         evs.iter()
@@ -506,14 +518,23 @@ async fn refine_never_grants_and_follows_only_failure_edges() {
 
     // majority of two: one refine is not a majority, a second rejecting vote is.
     let run = start(&f.engine, "refine-majority", json!({})).await;
-    let r = resolve(&f.engine, &run, "gate", "ann", json!({"action": "refine", "refineFeedback": feedback}))
-        .await
-        .unwrap();
+    let r = resolve(
+        &f.engine,
+        &run,
+        "gate",
+        "ann",
+        json!({"action": "refine", "refineFeedback": feedback}),
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status, "waiting-approval");
     let r = resolve(&f.engine, &run, "gate", "bob", json!({"action": "accept"}))
         .await
         .unwrap();
-    assert_eq!(r.status, "waiting-approval", "a refine is no approval: one accept of two");
+    assert_eq!(
+        r.status, "waiting-approval",
+        "a refine is no approval: one accept of two"
+    );
     let view = f
         .engine
         .inspect_interrupt(&run, "gate", &actor(&f.engine, "owner").await)
@@ -521,9 +542,15 @@ async fn refine_never_grants_and_follows_only_failure_edges() {
         .unwrap();
     assert_eq!(view.quorum.as_ref().unwrap()["accepts"], 1);
     assert_eq!(view.quorum.as_ref().unwrap()["rejects"], 1);
-    resolve(&f.engine, &run, "gate", "cat", json!({"action": "refine", "refineFeedback": {"scope": "whole"}}))
-        .await
-        .unwrap();
+    resolve(
+        &f.engine,
+        &run,
+        "gate",
+        "cat",
+        json!({"action": "refine", "refineFeedback": {"scope": "whole"}}),
+    )
+    .await
+    .unwrap();
     let evs = events(&f.engine, &run).await;
     let resolved = evs.iter().find(|e| e.event_type == "interrupt.resolved").unwrap();
     assert_eq!(resolved.payload["action"], "refine");
@@ -538,25 +565,49 @@ async fn refine_never_grants_and_follows_only_failure_edges() {
 #[tokio::test]
 async fn a_quorum_counts_only_votes_that_approved_the_same_data() {
     let f = fixture().await;
-    register(&f.engine, json!({"id": "edits", "nodes": [
+    register(
+        &f.engine,
+        json!({"id": "edits", "nodes": [
         gate("gate", json!({"title": "E", "actions": ["accept", "edit-accept"], "requiredApprovals": 2,
-                            "artifactData": {"amount": 100}}))]}))
+                            "artifactData": {"amount": 100}}))]}),
+    )
     .await;
     let run = start(&f.engine, "edits", json!({})).await;
-    resolve(&f.engine, &run, "gate", "ann", json!({"action": "edit-accept", "editedArtifactData": {"amount": 90}}))
-        .await
-        .unwrap();
-    let r = resolve(&f.engine, &run, "gate", "bob", json!({"action": "edit-accept", "editedArtifactData": {"amount": 80}}))
-        .await
-        .unwrap();
+    resolve(
+        &f.engine,
+        &run,
+        "gate",
+        "ann",
+        json!({"action": "edit-accept", "editedArtifactData": {"amount": 90}}),
+    )
+    .await
+    .unwrap();
+    let r = resolve(
+        &f.engine,
+        &run,
+        "gate",
+        "bob",
+        json!({"action": "edit-accept", "editedArtifactData": {"amount": 80}}),
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status, "waiting-approval", "two different edits are no quorum");
     let r = resolve(&f.engine, &run, "gate", "cat", json!({"action": "accept"}))
         .await
         .unwrap();
-    assert_eq!(r.status, "waiting-approval", "the unedited artifact is a third version");
-    let r = resolve(&f.engine, &run, "gate", "boss", json!({"action": "edit-accept", "editedArtifactData": {"amount": 80}}))
-        .await
-        .unwrap();
+    assert_eq!(
+        r.status, "waiting-approval",
+        "the unedited artifact is a third version"
+    );
+    let r = resolve(
+        &f.engine,
+        &run,
+        "gate",
+        "boss",
+        json!({"action": "edit-accept", "editedArtifactData": {"amount": 80}}),
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status, "completed", "bob and boss approved the same data");
     let evs = events(&f.engine, &run).await;
     let resolved = evs.iter().find(|e| e.event_type == "interrupt.resolved").unwrap();
@@ -568,9 +619,15 @@ async fn a_quorum_counts_only_votes_that_approved_the_same_data() {
     resolve(&f.engine, &run, "gate", "ann", json!({"action": "accept"}))
         .await
         .unwrap();
-    let r = resolve(&f.engine, &run, "gate", "bob", json!({"action": "edit-accept", "editedArtifactData": {"amount": 100}}))
-        .await
-        .unwrap();
+    let r = resolve(
+        &f.engine,
+        &run,
+        "gate",
+        "bob",
+        json!({"action": "edit-accept", "editedArtifactData": {"amount": 100}}),
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status, "completed");
     assert_projection_matches_log(&f.engine, &run).await;
 }
@@ -1542,14 +1599,26 @@ fn principal_in(id: &str, tenant: &str, groups: &[&str], email: Option<&str>) ->
 async fn tenants_register_only_their_own_definitions() {
     use tollgate::auth::Scope;
     let f = fixture().await;
-    let admin_of = |tenant: &str| Actor::api_key(principal_in(&format!("admin-{tenant}"), tenant, &[], None), vec![Scope::Admin]);
-    let def = |required: u32| {
-        json!({"id": "mine", "nodes": [gate("gate", json!({"title": "M", "actions": ["accept"], "requiredApprovals": required}))]})
+    let admin_of = |tenant: &str| {
+        Actor::api_key(
+            principal_in(&format!("admin-{tenant}"), tenant, &[], None),
+            vec![Scope::Admin],
+        )
     };
+    let def = |required: u32| json!({"id": "mine", "nodes": [gate("gate", json!({"title": "M", "actions": ["accept"], "requiredApprovals": required}))]});
     let (dash, under) = (admin_of("acme-x"), admin_of("acme_x"));
-    assert!(f.engine.put_tenant_workflow(&dash, def(2)).await.unwrap().1, "new");
-    assert!(f.engine.put_tenant_workflow(&under, def(1)).await.unwrap().1, "new in acme_x too");
-    assert!(!f.engine.put_tenant_workflow(&dash, def(2)).await.unwrap().1, "replaced");
+    assert!(
+        f.engine.put_tenant_workflow(&dash, def(2)).await.unwrap().1,
+        "new"
+    );
+    assert!(
+        f.engine.put_tenant_workflow(&under, def(1)).await.unwrap().1,
+        "new in acme_x too"
+    );
+    assert!(
+        !f.engine.put_tenant_workflow(&dash, def(2)).await.unwrap().1,
+        "replaced"
+    );
     assert_eq!(
         f.engine.workflow_for(&dash, "mine").unwrap()["nodes"][0]["config"]["requiredApprovals"],
         2
@@ -1582,7 +1651,9 @@ async fn tenants_register_only_their_own_definitions() {
     // A run of acme has no "mine": neither acme-x's nor acme_x's.
     let req: CreateRun = serde_json::from_value(json!({"workflowId": "mine"})).unwrap();
     assert!(matches!(
-        f.engine.create_run(req, &actor(&f.engine, "owner").await, None).await,
+        f.engine
+            .create_run(req, &actor(&f.engine, "owner").await, None)
+            .await,
         Err(EngineError::NotFound(_))
     ));
     let listed: Vec<String> = f
@@ -1614,10 +1685,17 @@ async fn links_and_resolves_follow_the_actors_scopes() {
     let svc = f.engine.principal("svc").await.unwrap().unwrap();
     let reader = Actor::api_key(svc.clone(), vec![Scope::RunsRead]);
     assert!(matches!(
-        f.engine.resolve(&run, "gate", json!({"action": "accept"}), &reader, None).await,
+        f.engine
+            .resolve(&run, "gate", json!({"action": "accept"}), &reader, None)
+            .await,
         Err(EngineError::Forbidden(_))
     ));
-    let (_, _, intent) = f.engine.link_for(&reader, &run, "gate", None).await.unwrap().unwrap();
+    let (_, _, intent) = f
+        .engine
+        .link_for(&reader, &run, "gate", None)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(intent, Intent::Inspect, "runs:read only");
     let (_, _, intent) = f
         .engine
@@ -1627,23 +1705,47 @@ async fn links_and_resolves_follow_the_actors_scopes() {
         .unwrap();
     assert_eq!(intent, Intent::Inspect, "asking is not enough");
     let ann = actor(&f.engine, "ann").await;
-    assert_eq!(f.engine.link_for(&ann, &run, "gate", None).await.unwrap().unwrap().2, Intent::Resolve);
     assert_eq!(
-        f.engine.link_for(&ann, &run, "gate", Some(Intent::Inspect)).await.unwrap().unwrap().2,
+        f.engine
+            .link_for(&ann, &run, "gate", None)
+            .await
+            .unwrap()
+            .unwrap()
+            .2,
+        Intent::Resolve
+    );
+    assert_eq!(
+        f.engine
+            .link_for(&ann, &run, "gate", Some(Intent::Inspect))
+            .await
+            .unwrap()
+            .unwrap()
+            .2,
         Intent::Inspect
     );
     let cat = actor(&f.engine, "cat").await;
     assert_eq!(
-        f.engine.link_for(&cat, &run, "gate", None).await.unwrap().unwrap().2,
+        f.engine
+            .link_for(&cat, &run, "gate", None)
+            .await
+            .unwrap()
+            .unwrap()
+            .2,
         Intent::Inspect,
         "may respond, not eligible"
     );
 
     // svc holds no key at all: a resolve link minted for it by the operator decides nothing.
     assert!(!f.engine.holds_respond("svc").await.unwrap());
-    let (token, _) = f.engine.mint_token(&run, "gate", &svc, Intent::Resolve).await.unwrap();
+    let (token, _) = f
+        .engine
+        .mint_token(&run, "gate", &svc, Intent::Resolve)
+        .await
+        .unwrap();
     assert!(matches!(
-        f.engine.resolve_by_token(&token, json!({"action": "accept"}), None).await,
+        f.engine
+            .resolve_by_token(&token, json!({"action": "accept"}), None)
+            .await,
         Err(EngineError::Forbidden(_))
     ));
     // With a respond key it decides; a revoked key takes that back.
@@ -1660,7 +1762,9 @@ async fn links_and_resolves_follow_the_actors_scopes() {
     assert!(revoked.revoked_at.is_some());
     assert!(!f.engine.holds_respond("svc").await.unwrap());
     assert!(matches!(
-        f.engine.resolve_by_token(&token, json!({"action": "accept"}), None).await,
+        f.engine
+            .resolve_by_token(&token, json!({"action": "accept"}), None)
+            .await,
         Err(EngineError::Forbidden(_))
     ));
     // A person (an email address) holds it without a key.
@@ -1687,14 +1791,30 @@ async fn open_gates_need_approvals_respond() {
     let ann = f.engine.principal("ann").await.unwrap().unwrap();
     let token_actor_without = Actor::token(ann.clone(), false);
     assert!(matches!(
-        f.engine.resolve(&run, "gate", json!({"action": "accept"}), &token_actor_without, None).await,
+        f.engine
+            .resolve(
+                &run,
+                "gate",
+                json!({"action": "accept"}),
+                &token_actor_without,
+                None
+            )
+            .await,
         Err(EngineError::Forbidden(_))
     ));
-    let may = f.engine.may_decide(&run, "gate", &token_actor_without).await.unwrap();
+    let may = f
+        .engine
+        .may_decide(&run, "gate", &token_actor_without)
+        .await
+        .unwrap();
     assert!(may.is_err(), "{may:?}");
     let may = f
         .engine
-        .may_decide(&run, "gate", &Actor::api_key(ann, vec![Scope::RunsRead, Scope::ApprovalsRespond]))
+        .may_decide(
+            &run,
+            "gate",
+            &Actor::api_key(ann, vec![Scope::RunsRead, Scope::ApprovalsRespond]),
+        )
         .await
         .unwrap();
     assert_eq!(may.unwrap(), "scope:approvals:respond");
@@ -1710,7 +1830,11 @@ async fn a_link_decides_only_its_own_visit() {
     f.engine.set_token_keys(keys(), Some(600_000));
     let run = start(&f.engine, "conformance-approval-reject-loopback", json!({})).await;
     let ann = f.engine.principal("ann").await.unwrap().unwrap();
-    let (first, _) = f.engine.mint_token(&run, "gate", &ann, Intent::Resolve).await.unwrap();
+    let (first, _) = f
+        .engine
+        .mint_token(&run, "gate", &ann, Intent::Resolve)
+        .await
+        .unwrap();
     let owner = actor(&f.engine, "owner").await;
     let visit1 = f.engine.inspect_interrupt(&run, "gate", &owner).await.unwrap();
     resolve(&f.engine, &run, "gate", "bob", json!({"action": "reject"}))
@@ -1720,7 +1844,9 @@ async fn a_link_decides_only_its_own_visit() {
     assert_eq!(visit2.status, "pending");
     assert_ne!(visit2.interrupt_id, visit1.interrupt_id);
     assert!(matches!(
-        f.engine.resolve_by_token(&first, json!({"action": "accept"}), None).await,
+        f.engine
+            .resolve_by_token(&first, json!({"action": "accept"}), None)
+            .await,
         Err(EngineError::AlreadyResolved(_))
     ));
     let after = f.engine.inspect_interrupt(&run, "gate", &owner).await.unwrap();
@@ -1728,7 +1854,9 @@ async fn a_link_decides_only_its_own_visit() {
     assert!(after.votes.is_empty(), "nothing decided on the second visit");
     // Mail minted for the first visit's row links to nothing, not to the second visit.
     assert!(matches!(
-        f.engine.mint_token_for(&visit1.interrupt_id, &ann, Intent::Resolve).await,
+        f.engine
+            .mint_token_for(&visit1.interrupt_id, &ann, Intent::Resolve)
+            .await,
         Err(EngineError::NotFound(_))
     ));
     let (second, _) = f
@@ -1758,7 +1886,16 @@ async fn tenants_one_character_apart_see_nothing_of_each_other() {
         f.engine.upsert_principal(p.clone()).await.unwrap();
         let a = Actor::api_key(p, vec![Scope::Admin]);
         let req: CreateRun = serde_json::from_value(json!({"workflowId": "conformance-approval"})).unwrap();
-        runs.push((a.clone(), f.engine.create_run(req, &a, None).await.unwrap().result.unwrap().run_id));
+        runs.push((
+            a.clone(),
+            f.engine
+                .create_run(req, &a, None)
+                .await
+                .unwrap()
+                .result
+                .unwrap()
+                .run_id,
+        ));
     }
     for (actor, run) in &runs {
         let filter = tollgate::InterruptFilter {
@@ -1773,7 +1910,7 @@ async fn tenants_one_character_apart_see_nothing_of_each_other() {
             .into_iter()
             .map(|i| i.run_id)
             .collect();
-        assert_eq!(&listed, &[run.clone()], "{}", actor.tenant());
+        assert_eq!(listed, vec![run.clone()], "{}", actor.tenant());
         let inbox = f
             .engine
             .pending_for(&actor.principal, &Default::default())
@@ -1800,10 +1937,15 @@ async fn tenants_one_character_apart_see_nothing_of_each_other() {
         f.engine.admin_overview(&reader, 14).await,
         Err(EngineError::Forbidden(_))
     ));
-    assert!(matches!(f.engine.api_keys(&reader).await, Err(EngineError::Forbidden(_))));
+    assert!(matches!(
+        f.engine.api_keys(&reader).await,
+        Err(EngineError::Forbidden(_))
+    ));
     // Tenant ids entering the directory follow one grammar.
     assert!(matches!(
-        f.engine.upsert_principal(principal_in("bad", "a~2Fb", &[], None)).await,
+        f.engine
+            .upsert_principal(principal_in("bad", "a~2Fb", &[], None))
+            .await,
         Err(EngineError::Validation { .. })
     ));
 }

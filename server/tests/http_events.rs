@@ -505,9 +505,19 @@ async fn event_payloads_and_snapshots_follow_the_closed_v2_schemas() {
         .await
         .expect(200, None);
     }
-    let resolved = s.events(&run).await.into_iter().find(|e| e["type"] == "interrupt.resolved");
-    assert_eq!(resolved.as_ref().map(|e| &e["payload"]["action"]), Some(&json!("refine")));
-    assert_eq!(resolved.as_ref().map(|e| &e["payload"]["decision"]), Some(&json!("rejected")));
+    let resolved = s
+        .events(&run)
+        .await
+        .into_iter()
+        .find(|e| e["type"] == "interrupt.resolved");
+    assert_eq!(
+        resolved.as_ref().map(|e| &e["payload"]["action"]),
+        Some(&json!("refine"))
+    );
+    assert_eq!(
+        resolved.as_ref().map(|e| &e["payload"]["decision"]),
+        Some(&json!("rejected"))
+    );
     runs.push(run);
     // cancelled while suspended and while delaying
     let run = s.create("conformance-approval").await;

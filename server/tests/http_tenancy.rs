@@ -60,13 +60,25 @@ fn config(dir: &TestDir) -> String {
     let mut keys = String::new();
     for (key, principal, scopes) in [
         (DX_ADMIN, "dx-admin", r#"["admin"]"#),
-        (DX_OWNER, "dx-owner", r#"["runs:create", "runs:read", "runs:cancel", "approvals:respond"]"#),
+        (
+            DX_OWNER,
+            "dx-owner",
+            r#"["runs:create", "runs:read", "runs:cancel", "approvals:respond"]"#,
+        ),
         (DX_ANN, "dx-ann", r#"["runs:read", "approvals:respond"]"#),
         (DX_READER, "dx-reader", r#"["runs:read"]"#),
         (UX_ADMIN, "ux-admin", r#"["admin"]"#),
-        (UX_OWNER, "ux-owner", r#"["runs:create", "runs:read", "runs:cancel", "approvals:respond"]"#),
+        (
+            UX_OWNER,
+            "ux-owner",
+            r#"["runs:create", "runs:read", "runs:cancel", "approvals:respond"]"#,
+        ),
         (UX_ANN, "ux-ann", r#"["runs:read", "approvals:respond"]"#),
-        (UP_OWNER, "up-owner", r#"["runs:create", "runs:read", "runs:cancel", "approvals:respond"]"#),
+        (
+            UP_OWNER,
+            "up-owner",
+            r#"["runs:create", "runs:read", "runs:cancel", "approvals:respond"]"#,
+        ),
     ] {
         keys.push_str(&format!(
             "[[api_keys]]\nkey = \"{key}\"\nprincipal = \"{principal}\"\nscopes = {scopes}\n\n"
@@ -247,11 +259,15 @@ impl<'a> Browser<'a> {
 async fn tenants_own_their_definitions() {
     let (s, _dir) = start().await;
     // acme-x registers a two-approver gate.
-    let r = s.put("/workflows/pay", DX_ADMIN, &two_approver_gate("pay", 2)).await;
+    let r = s
+        .put("/workflows/pay", DX_ADMIN, &two_approver_gate("pay", 2))
+        .await;
     r.expect(201, None);
     assert_eq!(r.body["scope"], "tenant");
     // acme_x's admin "replaces" it: that registers acme_x's own, new (201), one-approver gate.
-    let r = s.put("/workflows/pay", UX_ADMIN, &two_approver_gate("pay", 1)).await;
+    let r = s
+        .put("/workflows/pay", UX_ADMIN, &two_approver_gate("pay", 1))
+        .await;
     r.expect(201, None);
     // acme-x's definition is untouched.
     let mine = s.get("/workflows/pay", DX_OWNER).await;
@@ -264,7 +280,9 @@ async fn tenants_own_their_definitions() {
         .await
         .expect(200, None);
     // ACME-X (case differs) has no "pay".
-    s.get("/workflows/pay", UP_OWNER).await.expect(404, Some("not_found"));
+    s.get("/workflows/pay", UP_OWNER)
+        .await
+        .expect(404, Some("not_found"));
     s.post("/runs", UP_OWNER, &json!({"workflowId": "pay"}))
         .await
         .expect(404, Some("not_found"));
@@ -286,7 +304,12 @@ async fn tenants_own_their_definitions() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|w| (w["id"].as_str().unwrap().into(), w["scope"].as_str().unwrap().into()))
+        .map(|w| {
+            (
+                w["id"].as_str().unwrap().into(),
+                w["scope"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     assert!(ids.contains(&("pay".into(), "tenant".into())), "{ids:?}");
     assert!(ids.contains(&("conformance-approval".into(), "instance".into())));
@@ -316,12 +339,17 @@ async fn tenants_own_their_definitions() {
         "{}",
         r.body
     );
-    assert_eq!(s.get("/workflows/conformance-approval", UX_OWNER).await.body, before);
+    assert_eq!(
+        s.get("/workflows/conformance-approval", UX_OWNER).await.body,
+        before
+    );
     // Without admin: 403 as before, nothing registered.
     s.put("/workflows/mine", DX_OWNER, &two_approver_gate("mine", 1))
         .await
         .expect(403, Some("forbidden"));
-    s.get("/workflows/mine", DX_OWNER).await.expect(404, Some("not_found"));
+    s.get("/workflows/mine", DX_OWNER)
+        .await
+        .expect(404, Some("not_found"));
 }
 
 /// Point 2: tenant scoping is exact: `acme_x` is not a pattern for `acme-x`,
@@ -381,16 +409,23 @@ async fn one_character_apart_tenants_see_nothing_of_each_other() {
     let ann = Browser::sign_in(&s, "ux-ann").await;
     let (status, inbox) = ann.page("/").await;
     assert_eq!(status, 200);
-    assert!(!inbox.contains(&seg(&dash)) && !inbox.contains(&dash), "inbox leaks acme-x");
+    assert!(
+        !inbox.contains(&seg(&dash)) && !inbox.contains(&dash),
+        "inbox leaks acme-x"
+    );
     assert!(!inbox.contains(&seg(&upper)) && !inbox.contains(&upper));
-    let (status, page) = ann
-        .page(&format!("/runs/{}/interrupts/gate", seg(&dash)))
-        .await;
+    let (status, page) = ann.page(&format!("/runs/{}/interrupts/gate", seg(&dash))).await;
     assert_eq!(status, 403, "another tenant's interrupt page");
-    assert!(!page.contains("Conformance approval"), "the page shows nothing of it");
+    assert!(
+        !page.contains("Conformance approval"),
+        "the page shows nothing of it"
+    );
     // A form post on the other tenant's interrupt decides nothing.
     let (status, _) = ann
-        .post_form(&format!("/runs/{}/interrupts/gate", seg(&dash)), &[("action", "accept")])
+        .post_form(
+            &format!("/runs/{}/interrupts/gate", seg(&dash)),
+            &[("action", "accept")],
+        )
         .await;
     assert_eq!(status, 403);
     assert_undecided(&s, DX_OWNER, &dash).await;
@@ -399,9 +434,15 @@ async fn one_character_apart_tenants_see_nothing_of_each_other() {
     for path in ["/dashboard", "/dashboard/runs"] {
         let (status, html) = admin.page(path).await;
         assert_eq!(status, 200, "{path}");
-        assert!(html.contains(&seg(&under)) || html.contains(&under), "{path} shows acme_x's run");
+        assert!(
+            html.contains(&seg(&under)) || html.contains(&under),
+            "{path} shows acme_x's run"
+        );
         for other in [&dash, &upper] {
-            assert!(!html.contains(&seg(other)) && !html.contains(other.as_str()), "{path} leaks {other}");
+            assert!(
+                !html.contains(&seg(other)) && !html.contains(other.as_str()),
+                "{path} leaks {other}"
+            );
         }
     }
     let (status, _) = admin.page(&format!("/dashboard/runs/{}", seg(&dash))).await;
@@ -423,7 +464,9 @@ async fn links_are_resolve_capable_only_for_those_who_may_decide() {
         r.expect(200, None);
         assert_eq!(r.body["intent"], "inspect", "{query}");
         let token = r.body["token"].as_str().unwrap().to_string();
-        let t = s.call(Method::GET, &format!("/interrupts/{token}"), None, None, &[]).await;
+        let t = s
+            .call(Method::GET, &format!("/interrupts/{token}"), None, None, &[])
+            .await;
         t.expect(200, None);
         assert_eq!(t.body["intent"], "inspect");
         s.call(
@@ -437,14 +480,19 @@ async fn links_are_resolve_capable_only_for_those_who_may_decide() {
         .expect(403, Some("forbidden"));
         // The token page form decides nothing either.
         let ann = Browser::sign_in(&s, "dx-ann").await;
-        let (status, _) = ann.post_form(&format!("/t/{token}"), &[("action", "accept")]).await;
+        let (status, _) = ann
+            .post_form(&format!("/t/{token}"), &[("action", "accept")])
+            .await;
         assert_eq!(status, 403, "an inspect link's form post");
     }
     // May respond but is not eligible (not in finance): an inspect link.
     let r = inspect(&s, DX_OWNER, &run, "gate", "").await;
     assert_eq!(r.body["intent"], "inspect");
     // Eligible: resolve, unless inspect is asked for.
-    assert_eq!(inspect(&s, DX_ANN, &run, "gate", "").await.body["intent"], "resolve");
+    assert_eq!(
+        inspect(&s, DX_ANN, &run, "gate", "").await.body["intent"],
+        "resolve"
+    );
     assert_eq!(
         inspect(&s, DX_ANN, &run, "gate", "?intent=inspect").await.body["intent"],
         "inspect"
@@ -466,7 +514,13 @@ async fn links_are_resolve_capable_only_for_those_who_may_decide() {
     let printed: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(printed["intent"], "inspect");
     let t = s
-        .call(Method::GET, &format!("/interrupts/{}", printed["token"].as_str().unwrap()), None, None, &[])
+        .call(
+            Method::GET,
+            &format!("/interrupts/{}", printed["token"].as_str().unwrap()),
+            None,
+            None,
+            &[],
+        )
         .await;
     assert_eq!(t.body["intent"], "inspect");
 
@@ -500,7 +554,11 @@ async fn links_are_resolve_capable_only_for_those_who_may_decide() {
         )
         .await;
     r.expect(403, Some("forbidden"));
-    assert!(r.body["message"].as_str().unwrap().contains("approvals:respond"), "{}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("approvals:respond"),
+        "{}",
+        r.body
+    );
     assert_undecided(&s, DX_OWNER, &run).await;
 
     // An eligible person's link decides.
@@ -530,7 +588,10 @@ async fn open_gates_need_respond_and_links_bind_one_visit() {
     s.resolve(&run, "gate", DX_READER, json!({"action": "accept"}))
         .await
         .expect(403, Some("forbidden"));
-    assert_eq!(inspect(&s, DX_READER, &run, "gate", "").await.body["intent"], "inspect");
+    assert_eq!(
+        inspect(&s, DX_READER, &run, "gate", "").await.body["intent"],
+        "inspect"
+    );
     // A respond holder gets a resolve link on visit 1 ...
     let first = inspect(&s, DX_OWNER, &run, "gate", "").await;
     assert_eq!(first.body["intent"], "resolve");
@@ -614,9 +675,14 @@ async fn a_refine_never_grants() {
         .expect(201, None);
     let run = create(&s, DX_OWNER, "pay").await;
     let feedback = json!({"scope": "whole", "text": "attach the receipt"});
-    s.resolve(&run, "gate", DX_ANN, json!({"action": "refine", "refineFeedback": feedback}))
-        .await
-        .expect(200, None);
+    s.resolve(
+        &run,
+        "gate",
+        DX_ANN,
+        json!({"action": "refine", "refineFeedback": feedback}),
+    )
+    .await
+    .expect(200, None);
     let evs = events(&s, DX_OWNER, &run).await;
     let resolved = evs.iter().find(|e| e["type"] == "interrupt.resolved").unwrap();
     assert_eq!(resolved["payload"]["action"], "refine");
@@ -630,7 +696,8 @@ async fn a_refine_never_grants() {
     assert_eq!(failed["payload"]["error"]["retryable"], false);
     assert_eq!(failed["payload"]["error"]["details"]["refineFeedback"], feedback);
     assert!(
-        !evs.iter().any(|e| e["type"] == "node.started" && e["nodeId"] == "pay"),
+        !evs.iter()
+            .any(|e| e["type"] == "node.started" && e["nodeId"] == "pay"),
         "payment never runs after a refine"
     );
     assert!(evs

@@ -8,8 +8,8 @@
 use super::inbox::deadline_state;
 use super::Engine;
 use crate::auth;
-use crate::clock::{rfc3339, Millis};
 use crate::auth::Scope;
+use crate::clock::{rfc3339, Millis};
 use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
 use crate::ids::TenantRange;

@@ -122,7 +122,13 @@ struct PendingRowVia {
 
 /// Whether `principal` may decide an interrupt of `kind` with these stored
 /// rules; `holds_respond` as for [`ApprovalRules::eligibility`].
-fn eligible(kind: &str, eligibility: &str, owner: &str, principal: &Principal, holds_respond: bool) -> Result<String> {
+fn eligible(
+    kind: &str,
+    eligibility: &str,
+    owner: &str,
+    principal: &Principal,
+    holds_respond: bool,
+) -> Result<String> {
     if !holds_respond {
         return Err(EngineError::Forbidden(format!(
             "{} does not hold approvals:respond",
@@ -293,7 +299,8 @@ impl Engine {
             }
             for (iid, p, a, rv, original) in q.fetch_all(&self.inner.store.read).await? {
                 let rv: serde_json::Value = serde_json::from_str(&rv).unwrap_or_default();
-                let original: Option<serde_json::Value> = original.and_then(|o| serde_json::from_str(&o).ok());
+                let original: Option<serde_json::Value> =
+                    original.and_then(|o| serde_json::from_str(&o).ok());
                 votes.entry(iid).or_default().push(Ballot {
                     approves: approved_data(&a, &rv, original.as_ref()),
                     principal: p,

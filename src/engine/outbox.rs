@@ -244,7 +244,11 @@ impl Engine {
 
     /// The admin's view of their tenant's outbox: `filter` with the tenant
     /// set to the admin's own, whatever it said.
-    pub async fn outbox_list_for(&self, actor: &crate::Actor, filter: &OutboxFilter) -> Result<Vec<OutboxItem>> {
+    pub async fn outbox_list_for(
+        &self,
+        actor: &crate::Actor,
+        filter: &OutboxFilter,
+    ) -> Result<Vec<OutboxItem>> {
         let tenant = super::admin::admin_tenant(actor)?;
         self.outbox_list(&OutboxFilter {
             tenant: Some(tenant.to_string()),

@@ -328,10 +328,7 @@ pub const DECISION_DAYS: usize = 14;
 pub async fn load_admin_overview() -> Result<OverviewData, ServerFnError> {
     let engine = expect_context::<tollgate::Engine>();
     let me = admin_actor()?;
-    let overview = engine
-        .admin_overview(&me, DECISION_DAYS)
-        .await
-        .map_err(fail)?;
+    let overview = engine.admin_overview(&me, DECISION_DAYS).await.map_err(fail)?;
     let run_links = overview.pending.iter().map(|p| run_href(&p.run_id)).collect();
     Ok(OverviewData {
         overview: recast(overview)?,

@@ -138,9 +138,6 @@ pub async fn retry_outbox(
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::validation("outboxId", format!("outboxId {id:?} is not an integer")))?;
-    state
-        .engine
-        .outbox_retry_for_tenant(&auth.actor, id)
-        .await?;
+    state.engine.outbox_retry_for_tenant(&auth.actor, id).await?;
     Ok(Json(view(state.engine.outbox_item(id).await?)))
 }

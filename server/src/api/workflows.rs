@@ -32,7 +32,9 @@ use tollgate::EngineError;
 )]
 pub async fn list(State(state): State<AppState>, auth: Authed) -> ApiResult<Json<Value>> {
     auth.require(Scope::RunsRead)?;
-    Ok(Json(json!({ "workflows": state.engine.workflows_for(&auth.actor)? })))
+    Ok(Json(
+        json!({ "workflows": state.engine.workflows_for(&auth.actor)? }),
+    ))
 }
 
 #[utoipa::path(
