@@ -238,6 +238,20 @@ impl<'a> Browser<'a> {
         (res.status().as_u16(), res.text().await.unwrap())
     }
 
+    /// Opens the live inbox stream.
+    async fn stream(&self) -> reqwest::Response {
+        let res = self
+            .client
+            .get(self.s.url("/inbox/stream"))
+            .header("cookie", &self.cookie)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+        res
+    }
+
     async fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> (u16, String) {
         let res = self
             .client
@@ -447,6 +461,41 @@ async fn one_character_apart_tenants_see_nothing_of_each_other() {
     }
     let (status, _) = admin.page(&format!("/dashboard/runs/{}", seg(&dash))).await;
     assert_eq!(status, 404, "another tenant's run does not exist for this admin");
+}
+
+/// Whether an `inbox` event arrives on `stream` within `ms` (keep-alives are comments).
+async fn inbox_event_within(stream: &mut reqwest::Response, ms: u64) -> bool {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(ms);
+    loop {
+        match tokio::time::timeout_at(deadline, stream.chunk()).await {
+            Err(_) => return false,
+            Ok(Ok(Some(bytes))) if String::from_utf8_lossy(&bytes).contains("event: inbox") => return true,
+            Ok(Ok(Some(_))) => continue,
+            Ok(_) => return false,
+        }
+    }
+}
+
+/// The live inbox stream of `acme_x` stays quiet for `acme-x`'s (and
+/// `ACME-X`'s) new requests and speaks for its own.
+#[tokio::test]
+async fn the_live_inbox_follows_only_its_own_tenant() {
+    let (s, _dir) = start().await;
+    for (admin, _) in [(DX_ADMIN, DASH), (UX_ADMIN, UNDER)] {
+        s.put("/workflows/pay", admin, &two_approver_gate("pay", 1))
+            .await
+            .expect(201, None);
+    }
+    let ann = Browser::sign_in(&s, "ux-ann").await;
+    let mut stream = ann.stream().await;
+    create(&s, DX_OWNER, "pay").await;
+    create(&s, UP_OWNER, "conformance-approval").await;
+    assert!(
+        !inbox_event_within(&mut stream, 1500).await,
+        "another tenant's request is no news for acme_x"
+    );
+    create(&s, UX_OWNER, "pay").await;
+    assert!(inbox_event_within(&mut stream, 5000).await, "its own request is");
 }
 
 /// Point 3: only a caller who may decide gets a resolve-capable link.
