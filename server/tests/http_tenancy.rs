@@ -413,6 +413,17 @@ async fn one_character_apart_tenants_see_nothing_of_each_other() {
         assert_undecided(&s, owner, run).await;
     }
     // The admin's outbox: mail for acme-x's approvers stays in acme-x.
+    s.put("/workflows/pay", DX_ADMIN, &two_approver_gate("pay", 1))
+        .await
+        .expect(201, None);
+    let mailed = create(&s, DX_OWNER, "pay").await;
+    let theirs = s.get("/admin/outbox", DX_ADMIN).await;
+    theirs.expect(200, None);
+    assert!(
+        theirs.body["items"].as_array().unwrap().iter().any(|i| i["runId"] == json!(mailed)),
+        "acme-x's admin sees its mail: {}",
+        theirs.body
+    );
     let outbox = s.get("/admin/outbox", UX_ADMIN).await;
     outbox.expect(200, None);
     for item in outbox.body["items"].as_array().unwrap() {
