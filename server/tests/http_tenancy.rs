@@ -420,7 +420,11 @@ async fn one_character_apart_tenants_see_nothing_of_each_other() {
     let theirs = s.get("/admin/outbox", DX_ADMIN).await;
     theirs.expect(200, None);
     assert!(
-        theirs.body["items"].as_array().unwrap().iter().any(|i| i["runId"] == json!(mailed)),
+        theirs.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["runId"] == json!(mailed)),
         "acme-x's admin sees its mail: {}",
         theirs.body
     );
@@ -763,4 +767,60 @@ async fn a_refine_never_grants() {
     assert!(evs
         .iter()
         .any(|e| e["type"] == "node.completed" && e["nodeId"] == "notify"));
+}
+
+/// Point 2: tenant ids follow one grammar wherever they enter: the
+/// configuration (the server refuses to start) and the CLI.
+#[test]
+fn tenant_ids_are_checked_where_they_enter() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    for bad in ["acme x", "a/b", "a~2Fb", ""] {
+        let (code, _, err) = tollgate_cli(
+            &[
+                "user",
+                "add",
+                "--db",
+                &db.to_string_lossy(),
+                "--id",
+                "zed",
+                "--tenant",
+                bad,
+            ],
+            &[],
+        );
+        assert_ne!(code, 0, "--tenant {bad:?}");
+        assert!(err.contains("--tenant"), "{err}");
+        let config = dir.path().join("bad.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[server]\nbind = \"127.0.0.1:0\"\n[database]\nurl = \"sqlite://{}\"\n[[principals]]\nid = \"zed\"\ntenant = {}\n",
+                db.display(),
+                serde_json::to_string(bad).unwrap()
+            ),
+        )
+        .unwrap();
+        let (code, _, err) = tollgate_cli(&["serve", "--config", &config.to_string_lossy()], &[]);
+        assert_ne!(code, 0, "tenant {bad:?} in the configuration");
+        assert!(err.contains("principals[0].tenant"), "{err}");
+    }
+    // Case and punctuation are part of the id: these are three tenants.
+    for good in ["acme-x", "acme_x", "ACME-X"] {
+        let (code, out, err) = tollgate_cli(
+            &[
+                "user",
+                "add",
+                "--db",
+                &db.to_string_lossy(),
+                "--id",
+                &format!("u-{good}"),
+                "--tenant",
+                good,
+            ],
+            &[],
+        );
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains(good));
+    }
 }
