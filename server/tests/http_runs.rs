@@ -128,10 +128,17 @@ async fn foreign_tenant_is_403_id_tenant_mismatch_and_unknown_run_is_404() {
     // Unknown run in our tenant.
     let unknown = s.get("/runs/acme~2F0123456789abcdefunknown", OWNER).await;
     unknown.expect(404, Some("not_found"));
-    // A malformed id is not found either.
-    s.get("/runs/not-a-run-id", OWNER)
-        .await
-        .expect(404, Some("not_found"));
+    // A malformed id is refused as input (nothing is looked up), naming it.
+    for bad in [
+        "not-a-run-id",
+        "acme~0123456789abcdef",
+        "acme~2F0123456789abcdef~",
+        "%C3%A9%C3%A9",
+    ] {
+        let r = s.get(&format!("/runs/{bad}"), OWNER).await;
+        r.expect(400, Some("validation_error"));
+        assert_eq!(r.body["details"]["field"], "runId", "{bad}");
+    }
 }
 
 #[tokio::test]
