@@ -464,6 +464,33 @@ async fn runs_started(s: &Server) -> HashSet<String> {
         .collect()
 }
 
+/// Replayable errors (404, 409) are stored with the key and replayed; storing
+/// them once failed to serialize and answered 500.
+#[tokio::test]
+async fn replayable_errors_are_stored_and_replayed() {
+    let (s, _dir) = Server::start_fresh().await;
+    let run = s.create("conformance-approval").await;
+    let body = json!({"resumeValue": {"action": "approve"}});
+    let path = format!("/runs/{}/interrupts/no-such-node", seg(&run));
+    let first = idem_post(&s, &path, OWNER, IDEM, &body).await;
+    first.expect(404, Some("not_found"));
+    let again = idem_post(&s, &path, OWNER, IDEM, &body).await;
+    again.expect(404, Some("not_found"));
+    assert_eq!(again.header("openwop-idempotent-replay"), Some("true"));
+
+    let cancel = format!("/runs/{}/cancel", seg(&run));
+    idem_post(&s, &cancel, OWNER, "idem-cancel-0123456789abcdef", &json!({}))
+        .await
+        .expect(200, None);
+    let late = "idem-late-0123456789abcdefgh";
+    idem_post(&s, &cancel, OWNER, late, &json!({}))
+        .await
+        .expect(409, Some("run_terminal"));
+    let replay = idem_post(&s, &cancel, OWNER, late, &json!({})).await;
+    replay.expect(409, Some("run_terminal"));
+    assert_eq!(replay.header("openwop-idempotent-replay"), Some("true"));
+}
+
 #[tokio::test]
 async fn idempotency_key_with_bad_grammar_is_400() {
     let (s, _dir) = Server::start_fresh().await;

@@ -226,6 +226,33 @@ const LINKS: &[(&str, &str, &str, &str, &str, &[(&str, &str)])] = &[
     ),
 ];
 
+/// Drops `null` from a parameter schema: `type: [T, "null"]` becomes `T`,
+/// `oneOf: [{type: null}, X]` becomes `X`.
+fn not_null(schema: &mut Value) {
+    if let Some(types) = schema["type"].as_array() {
+        let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        schema["type"] = match kept.len() {
+            1 => kept[0].clone(),
+            _ => Value::Array(kept),
+        };
+    }
+    if let Some(one) = schema["oneOf"].as_array() {
+        let kept: Vec<Value> = one.iter().filter(|s| s["type"] != "null").cloned().collect();
+        if kept.len() == 1 {
+            let only = kept[0].clone();
+            let obj = schema.as_object_mut().expect("a schema object");
+            obj.remove("oneOf");
+            if let Some(m) = only.as_object() {
+                for (k, v) in m {
+                    obj.insert(k.clone(), v.clone());
+                }
+            }
+        } else {
+            schema["oneOf"] = Value::Array(kept);
+        }
+    }
+}
+
 fn add_links(doc: &mut Value) {
     for (path, method, status, name, target, params) in LINKS {
         let pointer = format!(
@@ -272,6 +299,11 @@ fn edge_facts(doc: &mut Value) {
                 params.push(json!({ "name": "OpenWOP-Version", "in": "header", "required": false }));
             }
             for p in params.iter_mut() {
+                // A parameter is absent or a value on the wire, never `null`
+                // (utoipa writes an `Option<T>` parameter as nullable).
+                if let Some(schema) = p.get_mut("schema") {
+                    not_null(schema);
+                }
                 match p["name"].as_str() {
                     Some("OpenWOP-Version") => {
                         p["description"] = json!(

@@ -415,12 +415,19 @@ pub enum OutboxStatus {
     Dropped,
 }
 
-/// `text/event-stream` frames: `id:` the event's sequence, `event:` its
-/// type, `data:` the event as JSON (a `RunEvent`); `:` comment lines are
-/// keep-alives. The stream ends after the run's terminal event.
+/// One event of the `text/event-stream` answer: `id` the event's sequence,
+/// `event` its type, `data` the event as JSON (a `RunEvent`). Comment lines
+/// (`:`) are keep-alives; the stream ends after the run's terminal event.
 #[derive(ToSchema)]
-#[schema(value_type = String, content_media_type = "text/event-stream")]
-pub struct EventStream(String);
+pub struct EventStream {
+    #[schema(pattern = r"^-?[0-9]+$")]
+    pub id: String,
+    /// The event type, e.g. `run.started`.
+    pub event: String,
+    /// The `RunEvent` as JSON text.
+    #[schema(content_media_type = "application/json")]
+    pub data: String,
+}
 
 /// `GET /.well-known/openwop`.
 #[derive(ToSchema)]
