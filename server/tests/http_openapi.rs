@@ -755,12 +755,19 @@ async fn the_document_states_the_enforced_grammars_enums_and_bounds() {
     let stream = &doc["paths"]["/runs/{runId}/events"]["get"];
     assert_eq!(enum_of(&param(stream, "streamMode")), ["updates", "debug"]);
     let sse = deref(&stream["responses"]["200"]["content"]["text/event-stream"]["schema"]);
-    assert_eq!(sse["properties"]["data"]["contentMediaType"], "application/json", "{sse}");
+    assert_eq!(
+        sse["properties"]["data"]["contentMediaType"], "application/json",
+        "{sse}"
+    );
     // Parameters are never null on the wire.
     for (method, path, op) in operations(&doc) {
         for p in op["parameters"].as_array().unwrap() {
             let text = p["schema"].to_string();
-            assert!(!text.contains("\"null\""), "{method} {path} {}: {text}", p["name"]);
+            assert!(
+                !text.contains("\"null\""),
+                "{method} {path} {}: {text}",
+                p["name"]
+            );
         }
     }
     let resolve_body = deref(

@@ -89,18 +89,19 @@ async fn a_run_id_is_percent_decoded_only_once() {
     let (s, _dir) = Server::start_fresh().await;
     let run = s.create("conformance-approval").await;
     // `%252F` decodes once to the literal `%2F`, which is not a tenant-bound
-    // id: the spec says "decode once, then match".
+    // id: the spec says "decode once, then match". Not a run id: 400 naming it.
     let twice = s
         .get(&format!("/runs/{}", run.replacen('/', "%252F", 1)), OWNER)
         .await;
-    twice.expect(404, Some("not_found"));
+    twice.expect(400, Some("validation_error"));
+    assert_eq!(twice.body["details"]["field"], "runId");
     s.post(
         &format!("/runs/{}/interrupts/gate", run.replacen('/', "%252F", 1)),
         OWNER,
         &json!({"resumeValue": {"action": "accept"}}),
     )
     .await
-    .expect(404, Some("not_found"));
+    .expect(400, Some("validation_error"));
     assert_eq!(s.snapshot(&run).await["status"], "waiting-approval");
 }
 

@@ -123,10 +123,20 @@ pub fn document() -> &'static Value {
     })
 }
 
+/// One OpenAPI link: `(path, method, status, link name, target operation,
+/// [(parameter, runtime expression)])`.
+type Link = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
 /// OpenAPI links: how an answer's ids feed the next operations (clients and
-/// stateful fuzzing follow them). `(path, method, status, link, target
-/// operation, [(parameter, runtime expression)])`.
-const LINKS: &[(&str, &str, &str, &str, &str, &[(&str, &str)])] = &[
+/// stateful fuzzing follow them).
+const LINKS: &[Link] = &[
     (
         "/runs",
         "post",
@@ -207,6 +217,14 @@ const LINKS: &[(&str, &str, &str, &str, &str, &[(&str, &str)])] = &[
         "ResolveByToken",
         "resolveInterruptByToken",
         &[("token", "$response.body#/token")],
+    ),
+    (
+        "/admin/outbox",
+        "get",
+        "200",
+        "RetryFirstMessage",
+        "retryOutbox",
+        &[("outboxId", "$response.body#/items/0/id")],
     ),
     (
         "/workflows/{workflowId}",
