@@ -27,6 +27,10 @@ pub struct StreamQuery {
     after_sequence: Option<i64>,
     #[allow(dead_code)] // accepted for compatibility; events are sent as they commit
     buffer_ms: Option<u64>,
+    /// RFC 0247: the client resumes with `Last-Event-ID` if the stream ends
+    /// early. This host supports that either way, so the flag changes nothing.
+    #[allow(dead_code)]
+    resumable: Option<bool>,
 }
 
 fn check_stream_mode(mode: Option<&str>) -> ApiResult<()> {
@@ -53,6 +57,7 @@ fn check_stream_mode(mode: Option<&str>) -> ApiResult<()> {
         ("afterSequence" = Option<i64>, Query, description = "Events after this sequence (default -1: all)", minimum = -1),
         ("streamMode" = Option<StreamMode>, Query, description = "`updates` or `debug`"),
         ("bufferMs" = Option<u64>, Query, description = "Accepted for compatibility; events are sent as they commit", minimum = 0),
+        ("resumable" = Option<bool>, Query, description = "RFC 0247: the client resumes with `Last-Event-ID` when a stream ends before the terminal event; this host supports that whether or not the flag is set"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
     responses(
