@@ -17,7 +17,7 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
+import shutil
 import threading
 import time
 import urllib.error
@@ -258,7 +258,10 @@ def run_st(st: str, base: str, cfg: Path, out: Path, name: str, seed: int, heade
         cmd += ["--header", h]
     print(f"=== fuzz [{name}]: {' '.join(c if 'Bearer' not in c else 'Authorization: Bearer ***' for c in cmd)}", flush=True)
     started = time.time()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # In the output directory: Schemathesis and Hypothesis keep their crash
+    # files and example databases (`.schemathesis/`, `.hypothesis/`) in the
+    # working directory, and `st replay` reads them from there.
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=out)
     (out / f"{name}.txt").write_text(p.stdout)
     print(p.stdout[-6000:], flush=True)
     m = re.search(r"Test cases:\s*\n?\s*(\d+) generated", p.stdout) or re.search(r"(\d+) generated", p.stdout)
@@ -282,23 +285,27 @@ def main():
     log = out / "server.log"
     failed = False
     total = 0
-    with tempfile.TemporaryDirectory(prefix="tollgate-fuzz-") as tmp:
-        server = Server(args.bin, Path(tmp), log)
-        try:
-            ids = seed(server)
-            (out / "seed.json").write_text(json.dumps(ids, indent=2))
-            cfg = out / "schemathesis.toml"
-            cfg.write_text(st_config(ids, args.examples))
-            print(f"=== fuzz: server {server.base}; {len(ids['runs'])} runs, {len(ids['tokens'])} tokens seeded", flush=True)
-            for name, headers in [
-                ("with-key", [f"Authorization: Bearer {ADMIN_KEY}"]),
-                ("without-credentials", []),
-            ]:
-                code, cases = run_st(args.st, server.base, cfg, out, name, seed_value, headers)
-                total += cases
-                failed |= code != 0
-        finally:
-            server.stop()
+    # The server's configuration and database stay in OUT/server after the
+    # run, so a failing case can be replayed against the same data.
+    home = out / "server"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir()
+    server = Server(args.bin, home, log)
+    try:
+        ids = seed(server)
+        (out / "seed.json").write_text(json.dumps(ids, indent=2))
+        cfg = out / "schemathesis.toml"
+        cfg.write_text(st_config(ids, args.examples))
+        print(f"=== fuzz: server {server.base}; {len(ids['runs'])} runs, {len(ids['tokens'])} tokens seeded", flush=True)
+        for name, headers in [
+            ("with-key", [f"Authorization: Bearer {ADMIN_KEY}"]),
+            ("without-credentials", []),
+        ]:
+            code, cases = run_st(args.st, server.base, cfg, out, name, seed_value, headers)
+            total += cases
+            failed |= code != 0
+    finally:
+        server.stop()
     text = log.read_text(errors="replace")
     panics = [l for l in text.splitlines() if "panicked" in l]
     if panics:
