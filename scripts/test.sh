@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every check: formatting, lints, unit and integration tests, browser tests.
+# Runs every check: formatting, lints, unit and integration tests, browser tests,
+# API fuzzing, the OpenWOP SDK.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -21,6 +22,9 @@ cargo test --workspace
 
 step "browser tests"
 node --test --test-concurrency=1 end2end/
+
+step "API fuzzing: Schemathesis from /openapi.json against a live server"
+scripts/fuzz-api.sh
 
 step "official OpenWOP Python SDK against a live server"
 scripts/sdk-test.sh

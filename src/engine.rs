@@ -1185,15 +1185,17 @@ impl Engine {
         Ok((token, expires))
     }
 
+    /// The credential part of the ladder, without reading the database:
+    /// 401 (grammar, alg, kid, MAC), 410 (expired). The REST edge runs it
+    /// before anything else about a token request is looked at.
+    pub fn verify_token(&self, token: &str) -> Result<Claims> {
+        self.inner.tokens.read().expect("lock").verify(token, self.now())
+    }
+
     /// The verification ladder: 401 (grammar, alg, kid, MAC), 410 (expired),
     /// 404 (unknown interrupt), 409 (resolved, run ended, or revoked).
     async fn check_token(&self, token: &str) -> Result<(Claims, InterruptRow)> {
-        let claims = self
-            .inner
-            .tokens
-            .read()
-            .expect("lock")
-            .verify(token, self.now())?;
+        let claims = self.verify_token(token)?;
         let mut conn = self.inner.store.read.acquire().await?;
         let interrupt = sqlx::query_as::<_, InterruptRow>(&format!(
             "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ?"
@@ -1607,6 +1609,9 @@ where
     })
 }
 
+/// The largest `configurable.run.recursionLimit` (visits per node) accepted.
+pub const MAX_RECURSION_LIMIT: u64 = 10_000;
+
 fn check_configurable(c: &Value) -> Result<()> {
     let obj = c
         .as_object()
@@ -1628,10 +1633,10 @@ fn check_configurable(c: &Value) -> Result<()> {
             .as_object()
             .ok_or_else(|| EngineError::validation("configurable.run", "must be an object"))?;
         if let Some(l) = run.get("recursionLimit") {
-            if l.as_u64().is_none_or(|n| n < 1) {
+            if l.as_u64().is_none_or(|n| !(1..=MAX_RECURSION_LIMIT).contains(&n)) {
                 return Err(EngineError::validation(
                     "configurable.run.recursionLimit",
-                    "recursionLimit must be an integer ≥ 1",
+                    format!("recursionLimit must be an integer from 1 to {MAX_RECURSION_LIMIT}"),
                 ));
             }
         }

@@ -4,8 +4,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// Serialized (idempotency records store replayable errors) adjacently
+/// tagged: an internally tagged enum cannot serialize its newtype variants
+/// (`NotFound(String)`), which made every replayable error a 500. Unit
+/// variants read the same in both forms.
 #[derive(Debug, Clone, thiserror::Error, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
 pub enum EngineError {
     /// Input failed validation; `field` names the offending member (JSON pointer-ish path).
     #[error("{message}")]
@@ -140,3 +144,35 @@ impl From<serde_json::Error> for EngineError {
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_round_trips_through_json() {
+        let all = [
+            EngineError::validation("f", "m"),
+            EngineError::NotFound("n".into()),
+            EngineError::Forbidden("f".into()),
+            EngineError::TenantMismatch,
+            EngineError::AlreadyResolved("a".into()),
+            EngineError::RunTerminal("r".into()),
+            EngineError::IdempotencyMismatch,
+            EngineError::IdempotencyKeyInvalid("i".into()),
+            EngineError::TokenInvalid("t".into()),
+            EngineError::Expired("e".into()),
+            EngineError::Conflict("c".into()),
+            EngineError::Storage("s".into()),
+            EngineError::Internal("i".into()),
+        ];
+        for e in all {
+            let text = serde_json::to_string(&e).unwrap_or_else(|err| panic!("{e:?}: {err}"));
+            let back: EngineError = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, e);
+        }
+        // A unit variant stored before the change still reads.
+        let old: EngineError = serde_json::from_str(r#"{"kind":"idempotency_mismatch"}"#).unwrap();
+        assert_eq!(old, EngineError::IdempotencyMismatch);
+    }
+}

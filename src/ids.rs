@@ -127,39 +127,59 @@ pub fn new_tenant_bound(tenant: &str) -> String {
     format!("{tenant}/{}", new_opaque())
 }
 
-/// Decodes a tenant-bound id taken from one (already percent-decoded) path
-/// segment: `~2F` is the v2 projection of `/`. The router has already turned
-/// `%2F` into `/`; decoding `%2F` again here would decode twice.
-pub fn decode_path_id(segment: &str) -> String {
+/// Decodes an id taken from one (already percent-decoded) path segment.
+/// `~` starts an escape: `~2F` is `/` (the v2 projection of the tenant
+/// separator) and `~7E` is `~` itself, hex digits in either case; any other
+/// `~` is a malformed escape (400 naming `field`). The router has already
+/// turned `%2F` into `/`; decoding `%2F` again here would decode twice.
+pub fn decode_path_id(segment: &str, field: &str) -> Result<String> {
     let mut out = String::with_capacity(segment.len());
-    let bytes = segment.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let rest = &segment[i..];
-        if rest.len() >= 3 && rest[..3].eq_ignore_ascii_case("~2F") {
-            out.push('/');
-            i += 3;
+    // Split on `~` only: it is ASCII, so every piece boundary is a char boundary.
+    let mut pieces = segment.split('~');
+    out.push_str(pieces.next().unwrap_or_default());
+    for piece in pieces {
+        let escape = piece.get(..2).unwrap_or_default();
+        let decoded = if escape.eq_ignore_ascii_case("2F") {
+            '/'
+        } else if escape.eq_ignore_ascii_case("7E") {
+            '~'
         } else {
-            let c = rest.chars().next().unwrap_or_default();
-            out.push(c);
-            i += c.len_utf8();
+            return Err(EngineError::validation(
+                field,
+                format!("{field}: malformed `~` escape (use ~2F for / and ~7E for ~)"),
+            ));
+        };
+        out.push(decoded);
+        out.push_str(&piece[2..]);
+    }
+    Ok(out)
+}
+
+/// The projection of an id into one path segment: `/` → `~2F`, `~` → `~7E`;
+/// `decode_path_id` inverts it for every string.
+pub fn encode_path_id(id: &str) -> String {
+    let mut out = String::with_capacity(id.len() + 4);
+    for c in id.chars() {
+        match c {
+            '/' => out.push_str("~2F"),
+            '~' => out.push_str("~7E"),
+            c => out.push(c),
         }
     }
     out
 }
 
-/// The `~`-projection of a tenant-bound id for use in one path segment.
-pub fn encode_path_id(id: &str) -> String {
-    id.replacen('/', "~2F", 1)
-}
-
-/// Parses a run id from a path segment and checks its grammar.
+/// Parses a run id from a path segment and checks its grammar: a malformed
+/// segment is 400 `validation_error` naming `runId` (no lookup is made).
 pub fn parse_run_id(segment: &str) -> Result<String> {
-    let id = decode_path_id(segment);
+    let id = decode_path_id(segment, "runId")?;
     if is_tenant_bound(&id) {
         Ok(id)
     } else {
-        Err(EngineError::NotFound(format!("no run {id}")))
+        Err(EngineError::validation(
+            "runId",
+            "runId: not a run id (tenant~2Fopaque: tenant ^(anon:)?[A-Za-z0-9._~-]{1,128}$, opaque ^[A-Za-z0-9._~-]{16,128}$)",
+        ))
     }
 }
 
@@ -177,13 +197,62 @@ mod tests {
         assert!(is_tenant_bound(&id));
         let seg = encode_path_id(&id);
         assert!(!seg.contains('/'));
-        assert_eq!(decode_path_id(&seg), id);
-        assert_eq!(decode_path_id(&seg.replace("~2F", "~2f")), id);
+        assert_eq!(decode_path_id(&seg, "runId").unwrap(), id);
+        assert_eq!(decode_path_id(&seg.replace("~2F", "~2f"), "runId").unwrap(), id);
         // Decoded once: a literal %2F (sent as %252F) is not a separator.
         assert_eq!(
-            decode_path_id("acme%2F0123456789abcdef"),
+            decode_path_id("acme%2F0123456789abcdef", "runId").unwrap(),
             "acme%2F0123456789abcdef"
         );
+        // A `~` in an id travels as ~7E.
+        assert_eq!(encode_path_id("a~b/0123456789abcdef"), "a~7Eb~2F0123456789abcdef");
+        assert_eq!(
+            parse_run_id("a~7eb~2F0123456789abcdef").unwrap(),
+            "a~b/0123456789abcdef"
+        );
+    }
+
+    #[test]
+    fn multibyte_segments_do_not_panic() {
+        // Regression: `GET /runs/%C3%A9%C3%A9` sliced inside a character.
+        for seg in [
+            "éé",
+            "é~",
+            "~é",
+            "~2é",
+            "~é2F",
+            "日本~2F語",
+            "~",
+            "~~",
+            "~2",
+            "é~2Fé",
+        ] {
+            let _ = decode_path_id(seg, "runId");
+            let _ = parse_run_id(seg);
+        }
+        assert_eq!(decode_path_id("é~2Fé", "runId").unwrap(), "é/é");
+    }
+
+    #[test]
+    fn malformed_escapes_and_ids_are_validation_errors() {
+        for seg in [
+            "acme~0123456789abcdef",
+            "acme~",
+            "acme~2",
+            "acme~zz0123456789abcdef",
+            "~é",
+        ] {
+            match decode_path_id(seg, "runId") {
+                Err(EngineError::Validation { field, .. }) => assert_eq!(field.as_deref(), Some("runId")),
+                other => panic!("{seg}: {other:?}"),
+            }
+        }
+        for seg in ["éé", "acme", "acme~2Fshort", "a~2Fb~2F0123456789abcdef", ""] {
+            match parse_run_id(seg) {
+                Err(e) => assert_eq!(e.code(), "validation_error", "{seg}"),
+                Ok(id) => panic!("{seg} parsed as {id}"),
+            }
+        }
     }
 
     #[test]
@@ -224,5 +293,85 @@ mod tests {
         assert!(is_idempotency_key("abcdefghijklmnopqrstuv"));
         assert!(!is_idempotency_key("short"));
         assert!(!is_idempotency_key("abcdefghijklmnopqrstu!"));
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    //! Property tests over arbitrary Unicode: no grammar or decoder panics,
+    //! and the path projection round-trips.
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn grammars_never_panic(s in any::<String>()) {
+            let _ = is_tenant_id(&s);
+            let _ = is_opaque(&s);
+            let _ = is_node_id(&s);
+            let _ = is_workflow_id(&s);
+            let _ = is_type_id(&s);
+            let _ = is_tenant_bound(&s);
+            let _ = is_idempotency_key(&s);
+            let _ = tenant_of(&s);
+        }
+
+        #[test]
+        fn decoders_never_panic(s in any::<String>()) {
+            let _ = decode_path_id(&s, "runId");
+            let _ = parse_run_id(&s);
+        }
+
+        #[test]
+        fn decoders_never_panic_near_escapes(s in "[~2FfE7eé日/a]{0,12}") {
+            let _ = decode_path_id(&s, "runId");
+            let _ = parse_run_id(&s);
+        }
+
+        #[test]
+        fn path_projection_round_trips(s in any::<String>()) {
+            let seg = encode_path_id(&s);
+            prop_assert!(!seg.contains('/'));
+            prop_assert_eq!(decode_path_id(&seg, "runId").unwrap(), s);
+        }
+
+        #[test]
+        fn run_ids_round_trip(
+            tenant in "(anon:)?[A-Za-z0-9._~-]{1,128}",
+            opaque in "[A-Za-z0-9._~-]{16,128}",
+        ) {
+            let id = format!("{tenant}/{opaque}");
+            prop_assert!(is_tenant_bound(&id));
+            prop_assert_eq!(parse_run_id(&encode_path_id(&id)).unwrap(), id.clone());
+            prop_assert_eq!(tenant_of(&id), tenant.as_str());
+        }
+
+        #[test]
+        fn grammars_accept_exactly_their_language(s in any::<String>()) {
+            let unreserved = |c: char| c.is_ascii_alphanumeric() || "._~-".contains(c);
+            let n = s.chars().count();
+            prop_assert_eq!(is_opaque(&s), (16..=128).contains(&n) && s.chars().all(unreserved));
+            prop_assert_eq!(is_idempotency_key(&s), (22..=128).contains(&n) && s.chars().all(unreserved));
+            prop_assert_eq!(
+                is_node_id(&s),
+                (1..=128).contains(&n) && s.chars().all(|c| unreserved(c) || c == ':')
+            );
+        }
+
+        #[test]
+        fn node_ids_of_the_grammar_are_accepted(s in "[A-Za-z0-9._~:-]{1,128}") {
+            prop_assert!(is_node_id(&s));
+            prop_assert!(is_workflow_id(&s));
+        }
+
+        #[test]
+        fn idempotency_keys_of_the_grammar_are_accepted(s in "[A-Za-z0-9._~-]{22,128}") {
+            prop_assert!(is_idempotency_key(&s));
+        }
+
+        #[test]
+        fn type_ids_of_the_grammar_are_accepted(s in "[a-z][a-z0-9_-]{0,20}(\\.[a-z][a-zA-Z0-9_-]{0,20}){1,4}") {
+            prop_assert!(is_type_id(&s));
+        }
     }
 }

@@ -100,7 +100,7 @@ scopes = ["admin"]
 label = "openwop-client end-to-end test"
 """
         )
-        # A stray TOLLGATE_* variable would override the file (configuration.md).
+        # A stray TOLLGATE__* variable would override the file (configuration.md).
         env = {k: v for k, v in os.environ.items() if not k.startswith("TOLLGATE_")}
         env.setdefault("RUST_LOG", "warn")
         env["NO_COLOR"] = "1"

@@ -1,5 +1,7 @@
-//! Configuration: a TOML file, overridden by `TOLLGATE_*` environment
-//! variables (`TOLLGATE_SERVER__BIND`, `TOLLGATE_DATABASE__URL`, …).
+//! Configuration: a TOML file, overridden by `TOLLGATE__SECTION__KEY`
+//! environment variables (`TOLLGATE__SERVER__BIND`, `TOLLGATE__DATABASE__URL`,
+//! …). The double underscore after `TOLLGATE` keeps the namespace apart from
+//! other `TOLLGATE_*` variables (the CLI's `TOLLGATE_URL`, `TOLLGATE_API_KEY`).
 
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
@@ -37,6 +39,17 @@ pub struct Config {
     /// passwords. Sign-in checks `password_hash`, never these.
     #[serde(default)]
     pub demo_notes: Vec<String>,
+    /// Environment variables that were not read, with why (logged as
+    /// warnings at start; never configuration).
+    #[serde(skip)]
+    pub env_warnings: Vec<String>,
+}
+
+/// Prefix of configuration variables: `TOLLGATE__<SECTION>__<KEY>`.
+pub const ENV_PREFIX: &str = "TOLLGATE__";
+
+fn env_provider() -> Env {
+    Env::prefixed(ENV_PREFIX).split("__")
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -212,6 +225,43 @@ pub struct TokenKeyConfig {
     pub retired: bool,
 }
 
+/// The `TOLLGATE__…` keys that name configuration (figment's dotted form,
+/// e.g. `server.bind`), and a warning for every variable that is not read: an
+/// unknown `TOLLGATE__` key, or an old-style `TOLLGATE_SECTION__KEY`. A known
+/// key with a bad value is kept, so extraction reports it as an error.
+fn known_env_keys(base: &Figment) -> (Vec<String>, Vec<String>) {
+    let mut known = Vec::new();
+    let mut warnings = Vec::new();
+    for (key, _) in env_provider().iter() {
+        let probe = base.clone().merge(env_provider().only(&[key.as_str()]));
+        let unknown = probe.extract::<Config>().err().is_some_and(|e| {
+            e.into_iter()
+                .any(|e| matches!(e.kind, figment::error::Kind::UnknownField(..)))
+        });
+        let var = format!(
+            "{ENV_PREFIX}{}",
+            key.as_str().replace('.', "__").to_ascii_uppercase()
+        );
+        if unknown {
+            warnings.push(format!(
+                "environment variable {var} names no configuration key ({key}); ignored"
+            ));
+        } else {
+            known.push(key.to_string());
+        }
+    }
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("TOLLGATE_") && !name.starts_with(ENV_PREFIX) && name.contains("__") {
+            warnings.push(format!(
+                "environment variable {name} is not read: configuration variables are \
+                 {ENV_PREFIX}<SECTION>__<KEY> (two underscores after TOLLGATE)"
+            ));
+        }
+    }
+    (known, warnings)
+}
+
 impl Config {
     /// Defaults, then the file (if any), then the environment.
     pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
@@ -227,6 +277,7 @@ impl Config {
             smtp: None,
             notifications: NotificationsConfig::default(),
             callbacks: CallbacksConfig::default(),
+            env_warnings: vec![],
         }));
         if let Some(path) = file {
             if !path.exists() {
@@ -234,10 +285,16 @@ impl Config {
             }
             fig = fig.merge(Toml::file(path));
         }
+        // The file alone first: an unknown key in it is an error naming the key.
+        fig.extract::<Config>()
+            .map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
+        let (known, env_warnings) = known_env_keys(&fig);
+        let known: Vec<&str> = known.iter().map(String::as_str).collect();
         let mut config: Config = fig
-            .merge(Env::prefixed("TOLLGATE_").split("__"))
+            .merge(env_provider().only(&known))
             .extract()
             .map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
+        config.env_warnings = env_warnings;
         // Relative workflow dirs are relative to the config file.
         if let Some(base) = file.and_then(Path::parent) {
             for d in &mut config.workflows.dirs {
@@ -248,6 +305,13 @@ impl Config {
         }
         config.check()?;
         Ok(config)
+    }
+
+    /// Logs the environment variables that were not read (after tracing is up).
+    pub fn log_env_warnings(&self) {
+        for w in &self.env_warnings {
+            tracing::warn!("{w}");
+        }
     }
 
     fn check(&self) -> anyhow::Result<()> {

@@ -30,7 +30,7 @@ struct Cli {
 enum Command {
     /// Start the server: REST API, console and timers.
     Serve {
-        /// TOML configuration file; `TOLLGATE_*` environment variables override it.
+        /// TOML configuration file; `TOLLGATE__SECTION__KEY` environment variables override it.
         #[arg(long, short)]
         config: Option<PathBuf>,
     },

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tollgate::{Engine, EngineOptions, Principal};
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
 pub async fn serve(config: Config) -> anyhow::Result<()> {
@@ -22,6 +23,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
                 .unwrap_or_else(|_| "info,sqlx=warn,tower_http=warn".into()),
         )
         .init();
+    config.log_env_warnings();
 
     let mut options = EngineOptions::new(&config.database.url);
     options.durability = config.database.durability;
@@ -115,7 +117,7 @@ pub fn router(state: AppState) -> Router {
         .route("/inbox/stream", axum::routing::get(live::inbox_stream))
         .route("/t/{token}", axum::routing::post(console::decide_by_token))
         .merge(crate::dashboard::routes())
-        .merge(api::router())
+        .merge(api::router(&state))
         .leptos_routes_with_context(&state, pages, context, shell)
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
             tollgate_app::shell,
@@ -129,6 +131,8 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             session::load_principal,
         ))
+        // Inside the metrics layer, so a caught panic is counted as a 500.
+        .layer(CatchPanicLayer::custom(api::error::panic_response))
         .layer(axum::middleware::from_fn(api::metrics::track_http))
         .layer(TraceLayer::new_for_http())
         .with_state(state)

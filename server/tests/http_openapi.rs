@@ -484,3 +484,315 @@ async fn metrics_count_requests_resolves_latency_and_pending_interrupts() {
         "{text}"
     );
 }
+
+/// Answers `(status, code)` for one request.
+async fn answer(
+    s: &Server,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    headers: &[(&str, &str)],
+) -> (u16, String, Value) {
+    let m = Method::from_bytes(method.as_bytes()).expect("method");
+    let body = (method == "POST" || method == "PUT").then(|| json!({}));
+    let r = s.call(m, path, key, body.as_ref(), headers).await;
+    (r.status, r.code().to_string(), r.body)
+}
+
+/// One order of checks on every route: route/method (405), credential (401),
+/// protocol version (406), unknown query parameters (400 naming it).
+#[tokio::test]
+async fn every_route_checks_method_then_credential_then_version_then_query() {
+    let (s, _dir) = Server::start_fresh().await;
+    let doc = s.call(Method::GET, "/openapi.json", None, None, &[]).await.body;
+    let bad_version = [("openwop-version", "3")];
+    for (method, path, op) in operations(&doc) {
+        let m = method.to_uppercase();
+        let p = concrete(&path);
+        let bearer = op["security"].as_array().is_some_and(|a| !a.is_empty());
+        let token = path.contains("{token}");
+
+        // A method the route does not serve: 405 before anything else.
+        let (st, code, _) = answer(&s, "TRACE", &p, None, &bad_version).await;
+        assert_eq!((st, code.as_str()), (405, "method_not_allowed"), "TRACE {path}");
+
+        // No credential and a bad version: the credential is checked first.
+        let (st, code, _) = answer(&s, &m, &p, None, &bad_version).await;
+        if bearer {
+            assert_eq!((st, code.as_str()), (401, "unauthenticated"), "{m} {path}");
+        } else if token {
+            assert_eq!(
+                (st, code.as_str()),
+                (401, "interrupt_token_invalid"),
+                "{m} {path}"
+            );
+        } else {
+            assert_eq!(
+                (st, code.as_str()),
+                (406, "protocol_version_unsupported"),
+                "{m} {path}"
+            );
+        }
+
+        // A good credential (for bearer routes) and a bad version: 406, before the query.
+        let key = bearer.then_some(ADMIN);
+        if !token {
+            let q = format!("{p}?bogusParam=1");
+            let (st, code, _) = answer(&s, &m, &q, key, &bad_version).await;
+            assert_eq!(
+                (st, code.as_str()),
+                (406, "protocol_version_unsupported"),
+                "{m} {path}"
+            );
+            for v in ["", "2.x", "20", " 3"] {
+                let (st, _, _) = answer(&s, &m, &p, key, &[("openwop-version", v)]).await;
+                assert_eq!(st, 406, "{m} {path} with OpenWOP-Version {v:?}");
+            }
+            // Then an unknown query parameter: 400 naming it, on every route.
+            let (st, code, body) = answer(&s, &m, &q, key, &[("openwop-version", "2.0")]).await;
+            assert_eq!(
+                (st, code.as_str()),
+                (400, "validation_error"),
+                "{m} {path}: {body}"
+            );
+            assert_eq!(body["details"]["field"], "bogusParam", "{m} {path}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_token_is_checked_before_the_body_and_ids_before_lookups() {
+    let (s, _dir) = Server::start_fresh().await;
+    // A malformed body with a bad token: the token answers.
+    let r = s
+        .call(
+            Method::POST,
+            "/interrupts/ow2.hs256.k1.bad.bad",
+            None,
+            Some(&json!({"resumeValue": 7, "extra": true})),
+            &[],
+        )
+        .await;
+    r.expect(401, Some("interrupt_token_invalid"));
+
+    // Multi-byte and malformed run ids on all six run routes: 400 naming runId, never a dropped connection.
+    for seg in [
+        "%C3%A9%C3%A9",
+        "%C3%A9~2F%C3%A9",
+        "acme~zz0123456789abcdef",
+        "~",
+        "%E6%97%A5~",
+    ] {
+        for (m, tail) in [
+            ("GET", ""),
+            ("POST", "/cancel"),
+            ("GET", "/events"),
+            ("GET", "/events/poll"),
+            ("GET", "/interrupts/gate"),
+            ("POST", "/interrupts/gate"),
+        ] {
+            let path = format!("/runs/{seg}{tail}");
+            let body = match (m, tail) {
+                ("POST", "/cancel") => Some(json!({})),
+                ("POST", _) => Some(json!({"resumeValue": {"action": "approve"}})),
+                _ => None,
+            };
+            let r = s
+                .call(
+                    Method::from_bytes(m.as_bytes()).unwrap(),
+                    &path,
+                    Some(ADMIN),
+                    body.as_ref(),
+                    &[],
+                )
+                .await;
+            r.expect(400, Some("validation_error"));
+            assert_eq!(r.body["details"]["field"], "runId", "{m} {path}");
+        }
+    }
+    // A bad node id or workflow id is input too.
+    let run = s.create("conformance-approval").await;
+    let r = s
+        .get(&format!("/runs/{}/interrupts/a%20b", seg(&run)), ADMIN)
+        .await;
+    r.expect(400, Some("validation_error"));
+    assert_eq!(r.body["details"]["field"], "nodeId");
+    let r = s.get("/workflows/a%20b", ADMIN).await;
+    r.expect(400, Some("validation_error"));
+    assert_eq!(r.body["details"]["field"], "workflowId");
+
+    // Last-Event-ID must be a sequence; unknown query parameters are refused on the stream too.
+    for bad in ["abc", "-2", "1.5"] {
+        let r = s
+            .call(
+                Method::GET,
+                &format!("/runs/{}/events", seg(&run)),
+                Some(ADMIN),
+                None,
+                &[("last-event-id", bad), ("accept", "application/json")],
+            )
+            .await;
+        r.expect(400, Some("validation_error"));
+        assert_eq!(r.body["details"]["field"], "Last-Event-ID", "{bad}");
+    }
+    let r = s
+        .call(
+            Method::GET,
+            &format!("/runs/{}/events?bufferMs=5&nope=1", seg(&run)),
+            Some(ADMIN),
+            None,
+            &[("accept", "application/json")],
+        )
+        .await;
+    r.expect(400, Some("validation_error"));
+    assert_eq!(r.body["details"]["field"], "nope");
+    // A good Last-Event-ID resumes after it.
+    let r = s
+        .call(
+            Method::GET,
+            &format!("/runs/{}/events", seg(&run)),
+            Some(ADMIN),
+            None,
+            &[("last-event-id", "1"), ("accept", "application/json")],
+        )
+        .await;
+    r.expect(200, None);
+    let events = r.body["events"].as_array().expect("events").clone();
+    assert!(!events.is_empty());
+    assert!(events.iter().all(|e| e["sequence"].as_i64().unwrap() > 1));
+
+    // Enumerated query parameters of the interrupt list are checked.
+    for (q, field) in [
+        ("status=bogus", "status"),
+        ("kind=bogus", "kind"),
+        ("limit=0", "limit"),
+        ("limit=501", "limit"),
+    ] {
+        let r = s.get(&format!("/interrupts?{q}"), ADMIN).await;
+        r.expect(400, Some("validation_error"));
+        assert_eq!(r.body["details"]["field"], field, "{q}");
+    }
+    s.get("/interrupts?status=pending&kind=approval&limit=500", ADMIN)
+        .await
+        .expect(200, None);
+}
+
+/// The document states what the server enforces.
+#[tokio::test]
+async fn the_document_states_the_enforced_grammars_enums_and_bounds() {
+    let (s, _dir) = Server::start_fresh().await;
+    let doc = s.call(Method::GET, "/openapi.json", None, None, &[]).await.body;
+    let deref = |v: &Value| -> Value {
+        match v["$ref"].as_str() {
+            Some(r) => resolve(&doc, r).cloned().unwrap_or(Value::Null),
+            None => v.clone(),
+        }
+    };
+    let param = |op: &Value, name: &str| -> Value {
+        let p = op["parameters"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"] == name).cloned())
+            .unwrap_or_else(|| panic!("parameter {name}"));
+        deref(&p["schema"])
+    };
+    let enum_of = |v: &Value| -> Vec<String> {
+        // `Option<Enum>` is `oneOf: [null, $ref]` in utoipa 5.
+        let v = if let Some(one) = v["oneOf"].as_array() {
+            one.iter()
+                .map(&deref)
+                .find(|x| x["enum"].is_array())
+                .unwrap_or(Value::Null)
+        } else {
+            deref(v)
+        };
+        v["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("an enum: {v}"))
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect()
+    };
+    for (method, path, op) in operations(&doc) {
+        let v = param(&op, "OpenWOP-Version");
+        assert_eq!(v["pattern"], r"^2(\.[0-9]{1,9}){0,2}$", "{method} {path}");
+        for status in ["400", "405", "406", "500"] {
+            assert!(
+                op["responses"][status].is_object(),
+                "{method} {path} documents {status}"
+            );
+        }
+        if op["security"].as_array().is_some_and(|a| !a.is_empty()) {
+            assert!(
+                op["responses"]["401"].is_object(),
+                "{method} {path} documents 401"
+            );
+        }
+        if ["post", "put"].contains(&method.as_str())
+            && op["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "Idempotency-Key")
+        {
+            assert_eq!(
+                param(&op, "Idempotency-Key")["pattern"],
+                "^[A-Za-z0-9._~-]{22,128}$",
+                "{path}"
+            );
+        }
+    }
+    let outbox = &doc["paths"]["/admin/outbox"]["get"];
+    assert_eq!(enum_of(&param(outbox, "kind")), ["email", "callback"]);
+    assert_eq!(
+        enum_of(&param(outbox, "status")),
+        ["pending", "sent", "failed", "dropped"]
+    );
+    let limit = param(outbox, "limit");
+    assert_eq!(
+        (limit["minimum"].as_f64(), limit["maximum"].as_f64()),
+        (Some(1.0), Some(1000.0))
+    );
+    let stream = &doc["paths"]["/runs/{runId}/events"]["get"];
+    assert_eq!(enum_of(&param(stream, "streamMode")), ["updates", "debug"]);
+    let sse = deref(&stream["responses"]["200"]["content"]["text/event-stream"]["schema"]);
+    assert_eq!(
+        sse["properties"]["data"]["contentMediaType"], "application/json",
+        "{sse}"
+    );
+    // Parameters are never null on the wire.
+    for (method, path, op) in operations(&doc) {
+        for p in op["parameters"].as_array().unwrap() {
+            let text = p["schema"].to_string();
+            assert!(
+                !text.contains("\"null\""),
+                "{method} {path} {}: {text}",
+                p["name"]
+            );
+        }
+    }
+    let resolve_body = deref(
+        &doc["paths"]["/runs/{runId}/interrupts/{nodeId}"]["post"]["requestBody"]["content"]
+            ["application/json"]["schema"],
+    );
+    assert_eq!(
+        deref(&resolve_body["properties"]["resumeValue"])["type"],
+        "object"
+    );
+    let create =
+        deref(&doc["paths"]["/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"]);
+    let tags = &create["properties"]["tags"];
+    assert!(
+        tags.to_string().contains("\"array\"") && tags.to_string().contains("\"string\""),
+        "{tags}"
+    );
+    let wf = deref(
+        &doc["paths"]["/workflows/{workflowId}"]["put"]["requestBody"]["content"]["application/json"]
+            ["schema"],
+    );
+    assert_eq!(wf["properties"]["nodes"]["minItems"], 1);
+    let node = deref(&wf["properties"]["nodes"]["items"]);
+    assert!(
+        node["required"].as_array().unwrap().contains(&json!("id")),
+        "{node}"
+    );
+}

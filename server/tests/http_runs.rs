@@ -89,18 +89,19 @@ async fn a_run_id_is_percent_decoded_only_once() {
     let (s, _dir) = Server::start_fresh().await;
     let run = s.create("conformance-approval").await;
     // `%252F` decodes once to the literal `%2F`, which is not a tenant-bound
-    // id: the spec says "decode once, then match".
+    // id: the spec says "decode once, then match". Not a run id: 400 naming it.
     let twice = s
         .get(&format!("/runs/{}", run.replacen('/', "%252F", 1)), OWNER)
         .await;
-    twice.expect(404, Some("not_found"));
+    twice.expect(400, Some("validation_error"));
+    assert_eq!(twice.body["details"]["field"], "runId");
     s.post(
         &format!("/runs/{}/interrupts/gate", run.replacen('/', "%252F", 1)),
         OWNER,
         &json!({"resumeValue": {"action": "accept"}}),
     )
     .await
-    .expect(404, Some("not_found"));
+    .expect(400, Some("validation_error"));
     assert_eq!(s.snapshot(&run).await["status"], "waiting-approval");
 }
 
@@ -128,10 +129,17 @@ async fn foreign_tenant_is_403_id_tenant_mismatch_and_unknown_run_is_404() {
     // Unknown run in our tenant.
     let unknown = s.get("/runs/acme~2F0123456789abcdefunknown", OWNER).await;
     unknown.expect(404, Some("not_found"));
-    // A malformed id is not found either.
-    s.get("/runs/not-a-run-id", OWNER)
-        .await
-        .expect(404, Some("not_found"));
+    // A malformed id is refused as input (nothing is looked up), naming it.
+    for bad in [
+        "not-a-run-id",
+        "acme~0123456789abcdef",
+        "acme~2F0123456789abcdef~",
+        "%C3%A9%C3%A9",
+    ] {
+        let r = s.get(&format!("/runs/{bad}"), OWNER).await;
+        r.expect(400, Some("validation_error"));
+        assert_eq!(r.body["details"]["field"], "runId", "{bad}");
+    }
 }
 
 #[tokio::test]
@@ -455,6 +463,33 @@ async fn runs_started(s: &Server) -> HashSet<String> {
         .iter()
         .map(|i| i["runId"].as_str().unwrap().to_string())
         .collect()
+}
+
+/// Replayable errors (404, 409) are stored with the key and replayed; storing
+/// them once failed to serialize and answered 500.
+#[tokio::test]
+async fn replayable_errors_are_stored_and_replayed() {
+    let (s, _dir) = Server::start_fresh().await;
+    let run = s.create("conformance-approval").await;
+    let body = json!({"resumeValue": {"action": "approve"}});
+    let path = format!("/runs/{}/interrupts/no-such-node", seg(&run));
+    let first = idem_post(&s, &path, OWNER, IDEM, &body).await;
+    first.expect(404, Some("not_found"));
+    let again = idem_post(&s, &path, OWNER, IDEM, &body).await;
+    again.expect(404, Some("not_found"));
+    assert_eq!(again.header("openwop-idempotent-replay"), Some("true"));
+
+    let cancel = format!("/runs/{}/cancel", seg(&run));
+    idem_post(&s, &cancel, OWNER, "idem-cancel-0123456789abcdef", &json!({}))
+        .await
+        .expect(200, None);
+    let late = "idem-late-0123456789abcdefgh";
+    idem_post(&s, &cancel, OWNER, late, &json!({}))
+        .await
+        .expect(409, Some("run_terminal"));
+    let replay = idem_post(&s, &cancel, OWNER, late, &json!({})).await;
+    replay.expect(409, Some("run_terminal"));
+    assert_eq!(replay.header("openwop-idempotent-replay"), Some("true"));
 }
 
 #[tokio::test]

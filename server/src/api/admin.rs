@@ -2,10 +2,10 @@
 //! outbox where mail lands without `[smtp]`, and run callbacks).
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiQuery, Authed};
+use super::extract::{ApiPath, ApiQuery, Authed};
 use super::schema::*;
 use crate::state::AppState;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -71,9 +71,9 @@ fn view(item: OutboxItem) -> Value {
     summary = "Outbox messages of the caller's tenant, newest first (host extension)",
     security(("bearer" = ["admin"])),
     params(
-        ("kind" = Option<String>, Query, description = "`email` or `callback`"),
-        ("status" = Option<String>, Query, description = "`pending`, `sent`, `failed` or `dropped`"),
-        ("limit" = Option<i64>, Query, description = "1..=1000 (default 100)"),
+        ("kind" = Option<OutboxKind>, Query, description = "Only this kind"),
+        ("status" = Option<OutboxStatus>, Query, description = "Only this delivery status"),
+        ("limit" = Option<i64>, Query, description = "At most this many, 1–1000 (default 100)", minimum = 1, maximum = 1000),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
     responses(
@@ -132,7 +132,7 @@ pub async fn list_outbox(
 pub async fn retry_outbox(
     State(state): State<AppState>,
     auth: Authed,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<Value>> {
     auth.require(Scope::Admin)?;
     let id: i64 = id

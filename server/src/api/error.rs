@@ -74,3 +74,50 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// The answer to a panic anywhere in request handling (tower-http's
+/// `CatchPanicLayer`, see `server::router`): logged with its message and
+/// answered `500 internal_error` in the envelope, instead of a dropped
+/// connection.
+pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into());
+    tracing::error!(panic = %what, "request handling panicked; answered 500 internal_error");
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal_error",
+        "internal error; see the server log",
+    )
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+    use tower_http::catch_panic::CatchPanicLayer;
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_the_500_envelope() {
+        async fn boom() -> &'static str {
+            panic!("a handler bug")
+        }
+        let app = axum::Router::new()
+            .route("/boom", axum::routing::get(boom))
+            .layer(CatchPanicLayer::custom(panic_response));
+        let res = app
+            .oneshot(Request::get("/boom").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 16).await.unwrap();
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(body["error"], "internal_error");
+        assert!(body["message"].as_str().unwrap().contains("server log"));
+    }
+}

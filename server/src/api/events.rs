@@ -1,10 +1,10 @@
 //! The run event log over SSE (with `Last-Event-ID`) and long polling.
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiQuery, Authed};
+use super::extract::{ApiPath, ApiQuery, Authed};
 use super::schema::*;
 use crate::state::AppState;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -21,12 +21,16 @@ use tollgate::ids::parse_run_id;
 use tollgate::{Actor, Engine, RunEvent};
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StreamQuery {
     stream_mode: Option<String>,
     after_sequence: Option<i64>,
     #[allow(dead_code)] // accepted for compatibility; events are sent as they commit
     buffer_ms: Option<u64>,
+    /// RFC 0247: the client resumes with `Last-Event-ID` if the stream ends
+    /// early. This host supports that either way, so the flag changes nothing.
+    #[allow(dead_code)]
+    resumable: Option<bool>,
 }
 
 fn check_stream_mode(mode: Option<&str>) -> ApiResult<()> {
@@ -48,16 +52,17 @@ fn check_stream_mode(mode: Option<&str>) -> ApiResult<()> {
     summary = "The run event log (SSE or JSON)",
     security(("bearer" = ["runs:read"])),
     params(
-        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` or `tenant%2Fopaque`"),
-        ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this sequence"),
-        ("afterSequence" = Option<i64>, Query, description = "Events after this sequence (default -1: all)"),
-        ("streamMode" = Option<String>, Query, description = "`updates` or `debug`"),
-        ("bufferMs" = Option<u64>, Query, description = "Accepted for compatibility; events are sent as they commit"),
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` (or `tenant%2Fopaque`); a `~` in the id travels as `~7E`. Anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon:)?([A-Za-z0-9._-]|~7[Ee]){1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
+        ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this sequence (wins over `afterSequence`)", minimum = -1),
+        ("afterSequence" = Option<i64>, Query, description = "Events after this sequence (default -1: all)", minimum = -1),
+        ("streamMode" = Option<StreamMode>, Query, description = "`updates` or `debug`"),
+        ("bufferMs" = Option<u64>, Query, description = "Accepted for compatibility; events are sent as they commit", minimum = 0),
+        ("resumable" = Option<bool>, Query, description = "RFC 0247: the client resumes with `Last-Event-ID` when a stream ends before the terminal event; this host supports that whether or not the flag is set"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
     responses(
-        (status = 200, description = "SSE (`id:` sequence, `event:` type, `data:` the event; keep-alives every 15 s; closes after the terminal event), or `{runId, events}` with `Accept: application/json`", content((EventsResponse = "application/json"), (String = "text/event-stream"))),
-        (status = 400, description = "`validation_error` (malformed run id or query) or `unsupported_stream_mode`", body = ErrorEnvelope),
+        (status = 200, description = "SSE (`id:` sequence, `event:` type, `data:` the event; keep-alives every 15 s; closes after the terminal event), or `{runId, events}` with `Accept: application/json`", content((EventsResponse = "application/json"), (EventStream = "text/event-stream"))),
+        (status = 400, description = "`validation_error` (malformed run id, query or `Last-Event-ID`; `details.field` names it) or `unsupported_stream_mode`", body = ErrorEnvelope),
         (status = 401, description = "`unauthenticated`: missing, malformed or unknown API key", body = ErrorEnvelope, headers(("WWW-Authenticate" = String, description = "`Bearer`"))),
         (status = 403, description = "`forbidden`: the key lacks the scope; `id_tenant_mismatch`: the run belongs to another tenant", body = ErrorEnvelope),
         (status = 404, description = "`not_found`: no such run", body = ErrorEnvelope),
@@ -71,18 +76,22 @@ pub async fn stream(
     State(state): State<AppState>,
     auth: Authed,
     headers: HeaderMap,
-    Path(run_id): Path<String>,
+    ApiPath(run_id): ApiPath<String>,
     ApiQuery(q): ApiQuery<StreamQuery>,
 ) -> ApiResult<Response> {
     auth.require(Scope::RunsRead)?;
     check_stream_mode(q.stream_mode.as_deref())?;
     let run_id = parse_run_id(&run_id)?;
-    let after = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .or(q.after_sequence)
-        .unwrap_or(-1);
+    let after = match last_event_id(&headers)? {
+        Some(seq) => seq,
+        None => q.after_sequence.unwrap_or(-1),
+    };
+    if after < -1 {
+        return Err(ApiError::validation(
+            "afterSequence",
+            "afterSequence must be ≥ -1",
+        ));
+    }
     let wants_json = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -101,6 +110,25 @@ pub async fn stream(
     Ok(Sse::new(body)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response())
+}
+
+/// `Last-Event-ID`: the sequence of the last event the client saw (≥ -1);
+/// anything else is 400 naming the header.
+fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<i64>> {
+    let Some(v) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    v.to_str()
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .filter(|seq| *seq >= -1)
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::validation(
+                "Last-Event-ID",
+                "Last-Event-ID must be an event sequence (an integer ≥ -1)",
+            )
+        })
 }
 
 struct Cursor {
@@ -184,7 +212,7 @@ fn event_stream(
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PollQuery {
     after_sequence: Option<i64>,
     timeout: Option<f64>,
@@ -199,10 +227,10 @@ pub struct PollQuery {
     summary = "Long poll for run events",
     security(("bearer" = ["runs:read"])),
     params(
-        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` or `tenant%2Fopaque`"),
-        ("afterSequence" = Option<i64>, Query, description = "Events after this sequence (≥ -1, default -1)"),
-        ("timeout" = Option<f64>, Query, description = "Seconds to wait for an event, 1–60 (default 30)"),
-        ("streamMode" = Option<String>, Query, description = "`updates` or `debug`"),
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` (or `tenant%2Fopaque`); a `~` in the id travels as `~7E`. Anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon:)?([A-Za-z0-9._-]|~7[Ee]){1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
+        ("afterSequence" = Option<i64>, Query, description = "Events after this sequence (≥ -1, default -1)", minimum = -1),
+        ("timeout" = Option<f64>, Query, description = "Seconds to wait for an event, 1–60 (default 30)", minimum = 1, maximum = 60),
+        ("streamMode" = Option<StreamMode>, Query, description = "`updates` or `debug`"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
     responses(
@@ -220,7 +248,7 @@ pub struct PollQuery {
 pub async fn poll(
     State(state): State<AppState>,
     auth: Authed,
-    Path(run_id): Path<String>,
+    ApiPath(run_id): ApiPath<String>,
     ApiQuery(q): ApiQuery<PollQuery>,
 ) -> ApiResult<Json<Value>> {
     auth.require(Scope::RunsRead)?;

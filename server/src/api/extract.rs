@@ -11,7 +11,9 @@ use serde_json::Value;
 use tollgate::auth::{Grant, Scope};
 use tollgate::{Actor, Idem};
 
-/// An authenticated API caller.
+/// An authenticated API caller. The REST edge (`edge.rs`) authenticates
+/// before anything else and leaves the caller in the request's extensions.
+#[derive(Clone)]
 pub struct Authed {
     pub actor: Actor,
     pub grant: Grant,
@@ -29,12 +31,9 @@ impl Authed {
             ))
         }
     }
-}
 
-impl FromRequestParts<AppState> for Authed {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    /// Checks `Authorization: Bearer <api key>` (401 when missing, malformed or unknown).
+    pub async fn authenticate(parts: &Parts, state: &AppState) -> Result<Self, ApiError> {
         let value = parts
             .headers
             .get(header::AUTHORIZATION)
@@ -48,6 +47,17 @@ impl FromRequestParts<AppState> for Authed {
         match state.engine.authenticate(key).await? {
             Some((actor, grant)) => Ok(Authed { actor, grant }),
             None => Err(ApiError::unauthenticated("unknown or revoked API key")),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Authed {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        match parts.extensions.remove::<Authed>() {
+            Some(authed) => Ok(authed),
+            None => Authed::authenticate(parts, state).await,
         }
     }
 }
@@ -91,12 +101,50 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        axum::extract::Query::<T>::try_from_uri(&parts.uri)
-            .map(|q| ApiQuery(q.0))
+        let query = parts.uri.query().unwrap_or("");
+        let de = serde_urlencoded::Deserializer::new(url::form_urlencoded::parse(query.as_bytes()));
+        serde_path_to_error::deserialize::<_, T>(de)
+            .map(ApiQuery)
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let inner = e.into_inner().to_string();
+                // serde names an unknown member in the message; surface it as the field.
+                let field = if path == "." || path.is_empty() {
+                    extract_backticked(&inner).unwrap_or_else(|| "query".into())
+                } else {
+                    path
+                };
+                ApiError::validation(&field, format!("{field}: {inner}"))
+            })
+    }
+}
+
+/// Path parameters; a segment that is not valid UTF-8 once percent-decoded
+/// is 400 `validation_error` naming the parameter (axum's own `Path` would
+/// answer plain text).
+pub struct ApiPath<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        use axum::extract::path::ErrorKind;
+        use axum::extract::rejection::PathRejection;
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| ApiPath(p.0))
             .map_err(|e| {
                 let text = e.body_text();
-                let field = extract_backticked(&text).unwrap_or_else(|| "query".into());
-                ApiError::validation(&field, text)
+                let field = match &e {
+                    PathRejection::FailedToDeserializePathParams(f) => match f.kind() {
+                        ErrorKind::InvalidUtf8InPathParam { key }
+                        | ErrorKind::ParseErrorAtKey { key, .. }
+                        | ErrorKind::DeserializeError { key, .. } => key.clone(),
+                        _ => "path".into(),
+                    },
+                    _ => "path".into(),
+                };
+                ApiError::validation(&field, format!("{field}: {text}"))
             })
     }
 }

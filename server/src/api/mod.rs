@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod discovery;
+pub mod edge;
 pub mod error;
 pub mod events;
 pub mod extract;
@@ -17,7 +18,6 @@ pub mod workflows;
 use crate::state::AppState;
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use error::ApiError;
@@ -55,12 +55,13 @@ pub fn api_routes() -> Vec<(Method, &'static str)> {
 }
 
 /// The REST API, `/healthz`, `/metrics` and `/openapi.json`. Routes come only
-/// from `route_table.rs`, which the OpenAPI test compares with the document.
-pub fn router() -> Router<AppState> {
+/// from `route_table.rs`, which the OpenAPI test compares with the document;
+/// `edge::edge` checks credential, version and query in that order.
+pub fn router(state: &AppState) -> Router<AppState> {
     metrics::install();
     api_route_table!(build_router)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::middleware::from_fn(protocol_version))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), edge::edge))
 }
 
 async fn method_not_allowed(req: Request) -> ApiError {
@@ -90,35 +91,5 @@ pub fn with_etag(headers: &axum::http::HeaderMap, body: serde_json::Value) -> Re
     if let Ok(v) = HeaderValue::from_str(&etag) {
         res.headers_mut().insert(axum::http::header::ETAG, v);
     }
-    res
-}
-
-/// Refuses an unsupported requested major and stamps `OpenWOP-Version`.
-async fn protocol_version(req: Request, next: Next) -> Response {
-    if let Some(v) = req.headers().get("openwop-version") {
-        let major = v
-            .to_str()
-            .unwrap_or("")
-            .split('.')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_string();
-        if major != "2" {
-            let mut e = ApiError::new(
-                StatusCode::NOT_ACCEPTABLE,
-                "protocol_version_unsupported",
-                format!("this host speaks OpenWOP {PROTOCOL_VERSION}; requested {major:?}"),
-            );
-            e.details = Some(serde_json::json!({ "protocolVersions": [PROTOCOL_VERSION] }));
-            let mut res = e.into_response();
-            res.headers_mut()
-                .insert("openwop-version", HeaderValue::from_static(PROTOCOL_VERSION));
-            return res;
-        }
-    }
-    let mut res = next.run(req).await;
-    res.headers_mut()
-        .insert("openwop-version", HeaderValue::from_static(PROTOCOL_VERSION));
     res
 }

@@ -1,11 +1,11 @@
 //! Runs and interrupts.
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{idempotency, ApiQuery, Authed, JsonBody};
+use super::extract::{idempotency, ApiPath, ApiQuery, Authed, JsonBody};
 use super::metrics::{self, ResolveOutcome};
 use super::schema::*;
 use crate::state::AppState;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -93,7 +93,7 @@ pub async fn create_run(
     summary = "The RunSnapshot",
     security(("bearer" = ["runs:read"])),
     params(
-        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` or `tenant%2Fopaque`"),
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` (or `tenant%2Fopaque`); a `~` in the id travels as `~7E`. Anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon:)?([A-Za-z0-9._-]|~7[Ee]){1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
         ("If-None-Match" = Option<String>, Header, description = "An ETag from an earlier answer; 304 when it still matches"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
@@ -114,7 +114,7 @@ pub async fn get_run(
     State(state): State<AppState>,
     auth: Authed,
     headers: HeaderMap,
-    Path(run_id): Path<String>,
+    ApiPath(run_id): ApiPath<String>,
 ) -> ApiResult<Response> {
     auth.require(Scope::RunsRead)?;
     let run_id = parse_run_id(&run_id)?;
@@ -136,7 +136,7 @@ pub struct CancelBody {
     summary = "Cancel a run",
     security(("bearer" = ["runs:cancel"])),
     params(
-        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` or `tenant%2Fopaque`"),
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` (or `tenant%2Fopaque`); a `~` in the id travels as `~7E`. Anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon:)?([A-Za-z0-9._-]|~7[Ee]){1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
         ("Idempotency-Key" = Option<String>, Header, description = "`^[A-Za-z0-9._~-]{22,128}$`; the same key and body replay the stored answer with `OpenWOP-Idempotent-Replay: true`"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
@@ -157,7 +157,7 @@ pub async fn cancel_run(
     State(state): State<AppState>,
     auth: Authed,
     headers: HeaderMap,
-    Path(run_id): Path<String>,
+    ApiPath(run_id): ApiPath<String>,
     JsonBody(body, raw): JsonBody<CancelBody>,
 ) -> ApiResult<Response> {
     auth.require(Scope::RunsCancel)?;
@@ -188,8 +188,8 @@ pub struct ResolveBody {
     summary = "Resolve (or vote on) an interrupt",
     security(("bearer" = ["approvals:respond"])),
     params(
-        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` or `tenant%2Fopaque`"),
-        ("nodeId" = String, Path, description = "The interrupted node"),
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` (or `tenant%2Fopaque`); a `~` in the id travels as `~7E`. Anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon:)?([A-Za-z0-9._-]|~7[Ee]){1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
+        ("nodeId" = String, Path, description = "The interrupted node", pattern = r"^[A-Za-z0-9._~:-]{1,128}$"),
         ("Idempotency-Key" = Option<String>, Header, description = "`^[A-Za-z0-9._~-]{22,128}$`; the same key and body replay the stored answer with `OpenWOP-Idempotent-Replay: true`"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
@@ -210,13 +210,14 @@ pub async fn resolve(
     State(state): State<AppState>,
     auth: Authed,
     headers: HeaderMap,
-    Path((run_id, node_id)): Path<(String, String)>,
+    ApiPath((run_id, node_id)): ApiPath<(String, String)>,
     JsonBody(body, raw): JsonBody<ResolveBody>,
 ) -> ApiResult<Response> {
     let started = std::time::Instant::now();
     let result = async {
         auth.require(Scope::ApprovalsRespond)?;
         let run_id = parse_run_id(&run_id)?;
+        let node_id = parse_node_id(&node_id)?;
         let idem = idempotency(
             &headers,
             &format!("resolveInterruptByRun {run_id} {node_id}"),
@@ -266,7 +267,19 @@ pub fn is_waiting(status: &str) -> bool {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct InspectQuery {
-    intent: Option<tollgate::token::Intent>,
+    intent: Option<TokenIntent>,
+}
+
+/// A node id from the path: 400 naming `nodeId` when it is not of the grammar.
+fn parse_node_id(s: &str) -> ApiResult<String> {
+    if tollgate::ids::is_node_id(s) {
+        Ok(s.to_string())
+    } else {
+        Err(ApiError::validation(
+            "nodeId",
+            "nodeId does not match ^[A-Za-z0-9._~:-]{1,128}$",
+        ))
+    }
 }
 
 #[utoipa::path(
@@ -277,9 +290,9 @@ pub struct InspectQuery {
     summary = "The interrupt at a node (host extension)",
     security(("bearer" = ["runs:read"])),
     params(
-        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` or `tenant%2Fopaque`"),
-        ("nodeId" = String, Path, description = "The interrupted node"),
-        ("intent" = Option<String>, Query, description = "`inspect`: the link in the answer may only inspect. Without it (or with `resolve`) the link resolves only when the caller holds `approvals:respond` and may decide; otherwise it is an inspect link. The answer's `intent` says which"),
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` (or `tenant%2Fopaque`); a `~` in the id travels as `~7E`. Anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon:)?([A-Za-z0-9._-]|~7[Ee]){1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
+        ("nodeId" = String, Path, description = "The interrupted node", pattern = r"^[A-Za-z0-9._~:-]{1,128}$"),
+        ("intent" = Option<TokenIntent>, Query, description = "`inspect`: the link in the answer may only inspect. Without it (or with `resolve`) the link resolves only when the caller holds `approvals:respond` and may decide; otherwise it is an inspect link. The answer's `intent` says which"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
     responses(
@@ -297,11 +310,16 @@ pub struct InspectQuery {
 pub async fn inspect(
     State(state): State<AppState>,
     auth: Authed,
-    Path((run_id, node_id)): Path<(String, String)>,
+    ApiPath((run_id, node_id)): ApiPath<(String, String)>,
     ApiQuery(q): ApiQuery<InspectQuery>,
 ) -> ApiResult<Json<Value>> {
     auth.require(Scope::RunsRead)?;
     let run_id = parse_run_id(&run_id)?;
+    let node_id = parse_node_id(&node_id)?;
+    let intent = q.intent.map(|i| match i {
+        TokenIntent::Resolve => tollgate::token::Intent::Resolve,
+        TokenIntent::Inspect => tollgate::token::Intent::Inspect,
+    });
     let view = state
         .engine
         .inspect_interrupt(&run_id, &node_id, &auth.actor)
@@ -311,7 +329,7 @@ pub async fn inspect(
     // engine decides what it may do.
     if let Some((token, expires, intent)) = state
         .engine
-        .link_for(&auth.actor, &run_id, &node_id, q.intent)
+        .link_for(&auth.actor, &run_id, &node_id, intent)
         .await?
     {
         body["token"] = json!(token);
@@ -324,9 +342,9 @@ pub async fn inspect(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ListQuery {
-    status: Option<String>,
+    status: Option<InterruptStatus>,
     workflow_id: Option<String>,
-    kind: Option<String>,
+    kind: Option<tollgate::interrupt::InterruptKind>,
     limit: Option<i64>,
 }
 
@@ -338,10 +356,10 @@ pub struct ListQuery {
     summary = "Interrupts of the caller's tenant, newest first (host extension)",
     security(("bearer" = ["runs:read"])),
     params(
-        ("status" = Option<String>, Query, description = "`pending` or `resolved`"),
-        ("workflowId" = Option<String>, Query, description = "Only this workflow"),
-        ("kind" = Option<String>, Query, description = "Only this interrupt kind"),
-        ("limit" = Option<i64>, Query, description = "At most this many (default 50)"),
+        ("status" = Option<InterruptStatus>, Query, description = "Only interrupts in this status"),
+        ("workflowId" = Option<String>, Query, description = "Only this workflow", pattern = r"^[A-Za-z0-9._~:-]{1,128}$"),
+        ("kind" = Option<InterruptKind>, Query, description = "Only this interrupt kind"),
+        ("limit" = Option<i64>, Query, description = "At most this many, 1–500 (default 50)", minimum = 1, maximum = 500),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
     responses(
@@ -361,11 +379,25 @@ pub async fn list_interrupts(
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<Value>> {
     auth.require(Scope::RunsRead)?;
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::validation("limit", "limit must be between 1 and 500"));
+    }
+    if let Some(w) = q
+        .workflow_id
+        .as_deref()
+        .filter(|w| !tollgate::ids::is_workflow_id(w))
+    {
+        return Err(ApiError::validation(
+            "workflowId",
+            format!("workflowId {w:?} does not match ^[A-Za-z0-9._~:-]{{1,128}}$"),
+        ));
+    }
     let filter = InterruptFilter {
-        status: q.status,
+        status: q.status.map(|s| s.as_str().to_string()),
         workflow_id: q.workflow_id,
-        kind: q.kind,
-        limit: q.limit.unwrap_or(50),
+        kind: q.kind.map(|k| k.as_str().to_string()),
+        limit,
     };
     let items = state.engine.list_interrupts(&auth.actor, &filter).await?;
     Ok(Json(json!({ "interrupts": items })))

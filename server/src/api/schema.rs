@@ -49,19 +49,46 @@ pub enum ErrorCode {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateRunRequest {
     /// A registered workflow id.
+    #[schema(pattern = r"^[A-Za-z0-9._~:-]{1,128}$")]
     pub workflow_id: String,
+    /// The run's inputs (checked against the workflow's input contract).
     pub inputs: Option<JsonObject>,
     pub residency: Option<Value>,
+    /// Must be the caller's tenant when given (403 `id_tenant_mismatch` otherwise).
     pub tenant_id: Option<String>,
     pub scope_id: Option<Value>,
+    /// An absolute `https` URL the egress guard allows; refused (400) unless
+    /// `[callbacks] secret` is configured.
+    #[schema(pattern = r"^https://", max_length = 2048)]
     pub callback_url: Option<String>,
     pub mode: Option<Value>,
     pub eval_suite_ref: Option<Value>,
     pub agent_id: Option<Value>,
-    /// Run configuration, for example `{"run": {"recursionLimit": 25}}`.
-    pub configurable: Option<JsonObject>,
-    pub tags: Option<Value>,
+    pub configurable: Option<Configurable>,
+    pub tags: Option<Vec<String>>,
     pub metadata: Option<JsonObject>,
+}
+
+/// Run configuration: `{"version": 1, "run": {"recursionLimit": 25}}`.
+#[derive(ToSchema, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Configurable {
+    /// Always 1.
+    #[schema(minimum = 1, maximum = 1)]
+    pub version: i64,
+    #[schema(nullable = false)]
+    pub run: Option<RunConfigurable>,
+}
+
+/// `configurable.run`.
+#[derive(ToSchema, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunConfigurable {
+    /// Visits allowed per node (default 25).
+    #[schema(minimum = 1, maximum = 10000, nullable = false)]
+    pub recursion_limit: Option<u64>,
+    #[schema(minimum = 0.0, maximum = 1.0, nullable = false)]
+    pub escalation_threshold: Option<f64>,
 }
 
 /// Any JSON object.
@@ -172,10 +199,11 @@ pub struct PollResponse {
 #[derive(ToSchema, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResolveRequest {
-    /// By kind: approval `{action, feedback?, refineFeedback?, editedArtifactData?}`;
-    /// clarification `{answers}`; external-event: the correlation members;
-    /// credential `{outcome}`. Checked against the interrupt's `resumeSchema`.
-    pub resume_value: Value,
+    /// An object; by kind: approval `{action, feedback?, refineFeedback?,
+    /// editedArtifactData?}`; clarification `{answers}`; external-event: the
+    /// correlation members; credential `{outcome}`. Checked against the
+    /// interrupt's `resumeSchema`.
+    pub resume_value: JsonObject,
 }
 
 /// `200` of a resolve; a vote that does not decide leaves `status` unchanged.
@@ -272,13 +300,139 @@ pub struct WorkflowList {
 }
 
 /// An OpenWOP workflow definition (`{id, name, version, nodes, edges?, …}`).
+/// The graph (edges, per-kind fields, contracts) is checked at registration.
 #[derive(ToSchema)]
 pub struct WorkflowDefinition {
+    /// Must equal the path's `workflowId` when present.
+    #[schema(pattern = r"^[A-Za-z0-9._~:-]{1,128}$", nullable = false)]
     pub id: Option<String>,
-    pub name: String,
-    pub version: String,
-    pub nodes: Vec<JsonObject>,
+    pub name: Option<String>,
+    #[schema(value_type = Option<Value>)]
+    pub version: Option<Value>,
+    #[schema(min_items = 1)]
+    pub nodes: Vec<WorkflowNode>,
+    #[schema(nullable = false)]
     pub edges: Option<Vec<JsonObject>>,
+}
+
+/// One node of a definition.
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub struct WorkflowNode {
+    /// Unique within the definition.
+    #[schema(pattern = r"^[A-Za-z0-9._~:-]{1,128}$")]
+    pub id: String,
+    pub type_id: NodeType,
+    pub name: Option<String>,
+    pub config: Option<JsonObject>,
+    pub inputs: Option<JsonObject>,
+}
+
+/// The node types this host runs.
+#[derive(ToSchema)]
+pub enum NodeType {
+    #[schema(rename = "core.noop")]
+    Noop,
+    #[schema(rename = "core.delay")]
+    Delay,
+    #[schema(rename = "core.approvalGate")]
+    ApprovalGate,
+    #[schema(rename = "core.clarificationGate")]
+    ClarificationGate,
+    #[schema(rename = "core.interrupt")]
+    Interrupt,
+}
+
+/// Interrupt status.
+#[derive(ToSchema, serde::Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+#[schema(rename_all = "lowercase")]
+pub enum InterruptStatus {
+    Pending,
+    Resolved,
+    Cancelled,
+}
+
+impl InterruptStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InterruptStatus::Pending => "pending",
+            InterruptStatus::Resolved => "resolved",
+            InterruptStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// The nine OpenWOP interrupt kinds.
+#[derive(ToSchema)]
+pub enum InterruptKind {
+    #[schema(rename = "approval")]
+    Approval,
+    #[schema(rename = "clarification")]
+    Clarification,
+    #[schema(rename = "external-event")]
+    ExternalEvent,
+    #[schema(rename = "custom")]
+    Custom,
+    #[schema(rename = "conversation.start")]
+    ConversationStart,
+    #[schema(rename = "conversation.exchange")]
+    ConversationExchange,
+    #[schema(rename = "conversation.close")]
+    ConversationClose,
+    #[schema(rename = "low-confidence")]
+    LowConfidence,
+    #[schema(rename = "credential")]
+    Credential,
+}
+
+/// `streamMode` of the event routes.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum StreamMode {
+    Updates,
+    Debug,
+}
+
+/// A token's intent.
+#[derive(ToSchema, serde::Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+#[schema(rename_all = "lowercase")]
+pub enum TokenIntent {
+    Resolve,
+    Inspect,
+}
+
+/// Outbox message kind.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum OutboxKind {
+    Email,
+    Callback,
+}
+
+/// Outbox delivery status.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum OutboxStatus {
+    Pending,
+    Sent,
+    Failed,
+    Dropped,
+}
+
+/// One event of the `text/event-stream` answer: `id` the event's sequence,
+/// `event` its type, `data` the event as JSON (a `RunEvent`). Comment lines
+/// (`:`) are keep-alives; the stream ends after the run's terminal event.
+#[derive(ToSchema)]
+pub struct EventStream {
+    #[schema(pattern = r"^-?[0-9]+$")]
+    pub id: String,
+    /// The event type, e.g. `run.started`.
+    pub event: String,
+    /// The `RunEvent` as JSON text.
+    #[schema(content_media_type = "application/json")]
+    pub data: String,
 }
 
 /// `GET /.well-known/openwop`.

@@ -2,12 +2,12 @@
 //! credential; no Authorization header is needed.
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{idempotency, JsonBody};
+use super::extract::{idempotency, ApiPath, JsonBody};
 use super::metrics::{self, ResolveOutcome};
 use super::runs::{respond, ResolveBody};
 use super::schema::*;
 use crate::state::AppState;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::Json;
@@ -20,7 +20,7 @@ use serde_json::{json, Value};
     operation_id = "getInterruptByToken",
     summary = "The interrupt a token links to",
     params(
-        ("token" = String, Path, description = "An interrupt token `ow2.hs256.<kid>.<payload>.<mac>`"),
+        ("token" = String, Path, description = "An interrupt token `ow2.hs256.<kid>.<payload>.<mac>`; checked before anything else (401, 410)", pattern = r"^ow2\.[A-Za-z0-9_~-]+\.[A-Za-z0-9_~-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
     responses(
@@ -35,7 +35,10 @@ use serde_json::{json, Value};
     )
 )]
 /// The InterruptPayload with its contract.
-pub async fn inspect(State(state): State<AppState>, Path(token): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn inspect(
+    State(state): State<AppState>,
+    ApiPath(token): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
     let (view, claims) = state.engine.inspect_by_token(&token).await?;
     let mut body = view.payload.clone();
     body["interruptId"] = json!(view.interrupt_id);
@@ -60,7 +63,7 @@ pub async fn inspect(State(state): State<AppState>, Path(token): Path<String>) -
     operation_id = "resolveInterruptByToken",
     summary = "Resolve (or vote on) an interrupt as the token's recipient",
     params(
-        ("token" = String, Path, description = "An interrupt token `ow2.hs256.<kid>.<payload>.<mac>`"),
+        ("token" = String, Path, description = "An interrupt token `ow2.hs256.<kid>.<payload>.<mac>`; checked before anything else (401, 410)", pattern = r"^ow2\.[A-Za-z0-9_~-]+\.[A-Za-z0-9_~-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$"),
         ("Idempotency-Key" = Option<String>, Header, description = "`^[A-Za-z0-9._~-]{22,128}$`; the same key and body replay the stored answer with `OpenWOP-Idempotent-Replay: true`"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
@@ -81,7 +84,7 @@ pub async fn inspect(State(state): State<AppState>, Path(token): Path<String>) -
 pub async fn resolve(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Path(token): Path<String>,
+    ApiPath(token): ApiPath<String>,
     JsonBody(body, raw): JsonBody<ResolveBody>,
 ) -> ApiResult<Response> {
     let started = std::time::Instant::now();

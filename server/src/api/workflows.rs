@@ -1,10 +1,10 @@
 //! Workflow definitions.
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{Authed, JsonBody};
+use super::extract::{ApiPath, Authed, JsonBody};
 use super::schema::*;
 use crate::state::AppState;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
@@ -45,7 +45,7 @@ pub async fn list(State(state): State<AppState>, auth: Authed) -> ApiResult<Json
     summary = "A workflow definition as registered",
     security(("bearer" = ["runs:read"])),
     params(
-        ("workflowId" = String, Path, description = "Workflow id"),
+        ("workflowId" = String, Path, description = "Workflow id", pattern = r"^[A-Za-z0-9._~:-]{1,128}$"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
     responses(
@@ -61,9 +61,10 @@ pub async fn list(State(state): State<AppState>, auth: Authed) -> ApiResult<Json
 pub async fn get(
     State(state): State<AppState>,
     auth: Authed,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<Value>> {
     auth.require(Scope::RunsRead)?;
+    check_workflow_id(&id)?;
     Ok(Json(state.engine.workflow_for(&auth.actor, &id)?))
 }
 
@@ -75,7 +76,7 @@ pub async fn get(
     summary = "Register or replace a workflow of the caller's tenant",
     security(("bearer" = ["admin"])),
     params(
-        ("workflowId" = String, Path, description = "Workflow id; the body's `id`, when present, must match"),
+        ("workflowId" = String, Path, description = "Workflow id; the body's `id`, when present, must match", pattern = r"^[A-Za-z0-9._~:-]{1,128}$"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
     request_body = WorkflowDefinition,
@@ -94,10 +95,11 @@ pub async fn get(
 pub async fn put(
     State(state): State<AppState>,
     auth: Authed,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     JsonBody(mut def, _): JsonBody<Value>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     auth.require(Scope::Admin)?;
+    check_workflow_id(&id)?;
     let obj = def
         .as_object_mut()
         .ok_or_else(|| ApiError::validation("body", "a workflow definition must be a JSON object"))?;
@@ -123,4 +125,16 @@ pub async fn put(
         status,
         Json(serde_json::to_value(info).map_err(EngineError::from)?),
     ))
+}
+
+/// A workflow id from the path: 400 naming `workflowId` when it is not of the grammar.
+fn check_workflow_id(id: &str) -> ApiResult<()> {
+    if tollgate::ids::is_workflow_id(id) {
+        Ok(())
+    } else {
+        Err(ApiError::validation(
+            "workflowId",
+            "workflowId does not match ^[A-Za-z0-9._~:-]{1,128}$",
+        ))
+    }
 }

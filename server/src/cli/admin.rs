@@ -207,7 +207,7 @@ pub(super) async fn mint_token(
         .principal(&principal)
         .await?
         .ok_or_else(|| anyhow!("--principal: unknown principal {principal:?}"))?;
-    let run_id = tollgate::ids::decode_path_id(&run_id);
+    let run_id = tollgate::ids::decode_path_id(&run_id, "--run")?;
     let (token, expires) = engine
         .mint_token(
             &run_id,

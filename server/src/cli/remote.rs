@@ -107,9 +107,14 @@ impl Client {
     }
 }
 
-/// One path segment for a run id (`tenant/opaque` → `tenant~2Fopaque`).
+/// One path segment for a run id given as `tenant/opaque` or already in the
+/// path form `tenant~2Fopaque` (→ `tenant~2Fopaque`).
 fn run_seg(run_id: &str) -> String {
-    encode_path_id(run_id)
+    let id = tollgate::ids::decode_path_id(run_id, "run")
+        .ok()
+        .filter(|id| tollgate::ids::is_tenant_bound(id))
+        .unwrap_or_else(|| run_id.to_string());
+    encode_path_id(&id)
 }
 
 /// Percent-encodes one path segment or query value.
