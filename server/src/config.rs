@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// A demonstration: allows the secrets published in this repository
+    /// (`demo/tollgate.toml`, the docs' examples). Never in production.
+    #[serde(default)]
+    pub demo: bool,
     #[serde(default)]
     pub server: ServerConfig,
     #[serde(default)]
@@ -212,10 +216,10 @@ pub struct TokenKeyConfig {
     pub retired: bool,
 }
 
-impl Config {
-    /// Defaults, then the file (if any), then the environment.
-    pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
-        let mut fig = Figment::from(Serialized::defaults(Config {
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            demo: false,
             server: ServerConfig::default(),
             database: DatabaseConfig::default(),
             workflows: WorkflowsConfig::default(),
@@ -227,7 +231,14 @@ impl Config {
             smtp: None,
             notifications: NotificationsConfig::default(),
             callbacks: CallbacksConfig::default(),
-        }));
+        }
+    }
+}
+
+impl Config {
+    /// Defaults, then the file (if any), then the environment.
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
         if let Some(path) = file {
             if !path.exists() {
                 anyhow::bail!("config file {} does not exist", path.display());
@@ -247,6 +258,7 @@ impl Config {
             }
         }
         config.check()?;
+        crate::published::check_config(&config)?;
         Ok(config)
     }
 
