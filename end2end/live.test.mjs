@@ -133,12 +133,25 @@ test('the stream sends an event for changes that concern the person, not for oth
   late.close();
 });
 
-test('a hydrated inbox shows a new interrupt and drops a decided one without a reload', async () => {
+test('a hydrated inbox shows a new interrupt and drops a decided one without a reload, under the CSP', async () => {
   const ctx = await launchBrowser();
   const page = await ctx.newPage();
+  // Anything the Content-Security-Policy blocks (a script, the wasm, the stream) is recorded.
+  const violations = [];
+  await page.exposeFunction('__cspViolation', (v) => violations.push(v));
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) =>
+      window.__cspViolation(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  const policies = [];
+  page.on('response', (r) => {
+    if (r.request().resourceType() === 'document') policies.push(r.headers()['content-security-policy'] ?? '');
+  });
   await signIn(page, server.url, 'ada');
   assert.equal(new URL(page.url()).pathname, '/');
   await waitForHydration(page);
+  assert.ok(policies.length > 0 && policies.every((p) => /frame-ancestors 'none'/.test(p) && /'nonce-/.test(p)),
+    `every page carries the policy: ${JSON.stringify(policies)}`);
   await page.waitForSelector('#inbox-live[data-live="open"]', { timeout: 15000 });
   // A mark that a reload would wipe.
   await page.evaluate(() => { window.__sameDocument = true; });
@@ -157,6 +170,7 @@ test('a hydrated inbox shows a new interrupt and drops a decided one without a r
   await page.waitForSelector(row, { state: 'detached', timeout: 10000 });
   assert.equal(await page.evaluate(() => window.__sameDocument), true, 'no reload');
   assert.equal(navigations, 0, 'no navigation');
+  assert.deepEqual(violations, [], 'nothing was blocked by the policy');
   await ctx.close();
 });
 

@@ -6,6 +6,7 @@ pub mod admin;
 pub mod api;
 pub mod form;
 pub mod pages;
+pub mod security;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
@@ -16,6 +17,8 @@ use leptos_router::{
 
 /// The HTML document around every page; rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    security::set_page_policy();
     view! {
         <!DOCTYPE html>
         <html lang="en">

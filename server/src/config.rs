@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// A demonstration: allows the secrets published in this repository
+    /// (`demo/tollgate.toml`, the docs' examples). Never in production.
+    #[serde(default)]
+    pub demo: bool,
     #[serde(default)]
     pub server: ServerConfig,
     #[serde(default)]
@@ -262,10 +266,10 @@ fn known_env_keys(base: &Figment) -> (Vec<String>, Vec<String>) {
     (known, warnings)
 }
 
-impl Config {
-    /// Defaults, then the file (if any), then the environment.
-    pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
-        let mut fig = Figment::from(Serialized::defaults(Config {
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            demo: false,
             server: ServerConfig::default(),
             database: DatabaseConfig::default(),
             workflows: WorkflowsConfig::default(),
@@ -278,7 +282,14 @@ impl Config {
             notifications: NotificationsConfig::default(),
             callbacks: CallbacksConfig::default(),
             env_warnings: vec![],
-        }));
+        }
+    }
+}
+
+impl Config {
+    /// Defaults, then the file (if any), then the environment.
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
         if let Some(path) = file {
             if !path.exists() {
                 anyhow::bail!("config file {} does not exist", path.display());
@@ -304,6 +315,7 @@ impl Config {
             }
         }
         config.check()?;
+        crate::published::check_config(&config)?;
         Ok(config)
     }
 

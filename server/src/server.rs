@@ -28,6 +28,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let mut options = EngineOptions::new(&config.database.url);
     options.durability = config.database.durability;
     let engine = Engine::open(options).await?;
+    crate::published::check_database(&engine, &config).await?;
     sync_config(&engine, &config).await?;
 
     let listener = tokio::net::TcpListener::bind(config.server.bind).await?;
@@ -54,12 +55,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         config: Arc::new(config),
         leptos,
     };
-    let secure = state
-        .config
-        .server
-        .public_url
-        .as_deref()
-        .is_some_and(|u| u.starts_with("https://"));
+    let secure = public_url_is_https(&state.config);
     let sessions = crate::session::layer(&state.config.database.url, secure).await?;
     let mail_config = state.config.clone();
     let app = router(state).layer(sessions);
@@ -83,6 +79,15 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     mailer.abort();
     callbacks.abort();
     Ok(())
+}
+
+/// Served over https: cookies are `Secure` and responses carry HSTS.
+fn public_url_is_https(config: &Config) -> bool {
+    config
+        .server
+        .public_url
+        .as_deref()
+        .is_some_and(|u| u.starts_with("https://"))
 }
 
 /// The whole application without the session layer (which `serve` adds
@@ -134,6 +139,12 @@ pub fn router(state: AppState) -> Router {
         // Inside the metrics layer, so a caught panic is counted as a 500.
         .layer(CatchPanicLayer::custom(api::error::panic_response))
         .layer(axum::middleware::from_fn(api::metrics::track_http))
+        .layer(axum::middleware::from_fn_with_state(
+            crate::headers::SecurityHeaders {
+                https: public_url_is_https(&state.config),
+            },
+            crate::headers::set,
+        ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

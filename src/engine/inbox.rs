@@ -469,6 +469,16 @@ impl Engine {
         Ok(())
     }
 
+    /// A principal's stored password hash, if they have one.
+    pub async fn password_hash(&self, principal_id: &str) -> Result<Option<String>> {
+        let phc: Option<Option<String>> =
+            sqlx::query_scalar("SELECT password_hash FROM principals WHERE id = ?")
+                .bind(principal_id)
+                .fetch_optional(&self.inner.store.read)
+                .await?;
+        Ok(phc.flatten())
+    }
+
     /// Checks a console sign-in; the principal when the password matches.
     /// Unknown names cost as much time as wrong passwords.
     pub async fn verify_password(&self, principal_id: &str, password: &str) -> Result<Option<Principal>> {

@@ -150,7 +150,8 @@ pub fn DecisionsChart(days: Vec<DayDecisions>) -> impl IntoView {
             <figcaption class="mt-2 flex flex-wrap gap-4 text-xs text-slate-700">
                 {SERIES.iter().map(|(name, colour)| view! {
                     <span class="inline-flex items-center gap-1">
-                        <span class="inline-block h-3 w-3 rounded-sm" style=format!("background:{colour}") aria-hidden="true"></span>
+                        // An SVG swatch, not a style attribute: the CSP admits no inline styles.
+                        <svg class="h-3 w-3" viewBox="0 0 12 12" aria-hidden="true"><rect width="12" height="12" rx="2" fill=*colour /></svg>
                         {*name}
                     </span>
                 }).collect_view()}

@@ -1,0 +1,158 @@
+//! Browser hardening headers and the refusal of published demo secrets,
+//! against the real binary.
+
+mod common;
+
+use common::{Server, TestDir};
+use std::process::{Command, Stdio};
+
+/// The nonce a page's Content-Security-Policy admits.
+fn policy_nonce(policy: &str) -> Option<String> {
+    let start = policy.find("'nonce-")? + "'nonce-".len();
+    let end = policy[start..].find('\'')? + start;
+    Some(policy[start..end].to_string())
+}
+
+async fn page(server: &Server, path: &str) -> (u16, reqwest::header::HeaderMap, String) {
+    let res = server
+        .client
+        .get(server.url(path))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .expect("request");
+    let status = res.status().as_u16();
+    let headers = res.headers().clone();
+    (status, headers, res.text().await.expect("body"))
+}
+
+fn header<'a>(h: &'a reqwest::header::HeaderMap, name: &str) -> &'a str {
+    h.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+}
+
+#[tokio::test]
+async fn every_html_response_forbids_framing_sniffing_referrers_and_caching() {
+    let (server, _dir) = Server::start_fresh().await;
+    // The sign-in page, a token page whose link is bad (401), and a page that does not exist.
+    for path in ["/signin", "/t/ow2.hs256.nope.nope.nope", "/no-such-page"] {
+        let (status, h, body) = page(&server, path).await;
+        assert!(
+            header(&h, "content-type").starts_with("text/html"),
+            "{path}: {status}"
+        );
+        let policy = header(&h, "content-security-policy");
+        assert!(policy.contains("frame-ancestors 'none'"), "{path}: {policy}");
+        assert!(!policy.contains("unsafe-inline"), "{path}: {policy}");
+        assert_eq!(header(&h, "x-frame-options"), "DENY", "{path}");
+        assert_eq!(header(&h, "x-content-type-options"), "nosniff", "{path}");
+        assert_eq!(header(&h, "referrer-policy"), "no-referrer", "{path}");
+        assert_eq!(header(&h, "cache-control"), "no-store", "{path}");
+        assert!(
+            header(&h, "strict-transport-security").is_empty(),
+            "http: no HSTS"
+        );
+        // Every inline script carries the nonce the policy admits, and nothing else does.
+        let nonce = policy_nonce(policy).unwrap_or_else(|| panic!("{path}: a page nonce in {policy}"));
+        let tags: Vec<&str> = body
+            .split("<script")
+            .skip(1)
+            .map(|rest| &rest[..rest.find('>').unwrap_or(rest.len())])
+            .collect();
+        assert!(!tags.is_empty(), "{path}: hydration scripts");
+        for tag in tags {
+            assert!(
+                tag.contains(&format!("nonce=\"{nonce}\"")),
+                "{path}: <script{tag}> lacks the page nonce"
+            );
+        }
+        assert!(!body.contains(" style=\""), "{path}: no inline style attributes");
+    }
+    // Two pages get two nonces.
+    let (_, a, _) = page(&server, "/signin").await;
+    let (_, b, _) = page(&server, "/signin").await;
+    assert_ne!(
+        policy_nonce(header(&a, "content-security-policy")),
+        policy_nonce(header(&b, "content-security-policy"))
+    );
+    // API answers are not cached and not sniffed either.
+    let r = server.get("/healthz", "").await;
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+}
+
+#[tokio::test]
+async fn https_deployments_send_hsts() {
+    let dir = TestDir::new();
+    let path = dir.config_path();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replace(
+        "public_url = \"http://tollgate.test\"",
+        "public_url = \"https://tollgate.test\"",
+    );
+    std::fs::write(&path, text).unwrap();
+    let server = Server::start(&dir).await;
+    let (_, h, _) = page(&server, "/signin").await;
+    assert!(header(&h, "strict-transport-security").starts_with("max-age="));
+}
+
+/// Runs `tollgate serve` on `config` expecting it to refuse to start.
+fn refused_start(dir: &TestDir) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .arg("serve")
+        .arg("--config")
+        .arg(dir.config_path())
+        .current_dir(dir.dir.path())
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tollgate");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "the server must refuse to start: {stdout}");
+    assert!(!stdout.contains("listening on"), "{stdout}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const DEMO_KEY_BLOCK: &str = r#"
+[[api_keys]]
+key = "demo-admin-key-change-me"
+principal = "root"
+scopes = ["admin"]
+"#;
+
+#[tokio::test]
+async fn published_demo_secrets_run_only_a_demo() {
+    let dir = TestDir::new();
+    let path = dir.config_path();
+    let base = std::fs::read_to_string(&path).unwrap();
+
+    // The demo's admin key in a configuration that is not a demo: refused, naming the field.
+    std::fs::write(&path, format!("{base}{DEMO_KEY_BLOCK}")).unwrap();
+    let err = refused_start(&dir);
+    assert!(err.contains("api_keys[") && err.contains("published"), "{err}");
+
+    // The demo's token secret too.
+    std::fs::write(
+        &path,
+        format!(
+            "{base}\n[[token_keys]]\nkid = \"k9\"\nsecret = \"demo-token-secret-change-me-0123456789abcdef\"\n"
+        ),
+    )
+    .unwrap();
+    let err = refused_start(&dir);
+    assert!(err.contains("token_keys[") && err.contains("published"), "{err}");
+
+    // Saying it is a demo allows them; the key works.
+    std::fs::write(&path, format!("demo = true\n{base}{DEMO_KEY_BLOCK}")).unwrap();
+    let server = Server::start(&dir).await;
+    server
+        .get("/workflows", "demo-admin-key-change-me")
+        .await
+        .expect(200, None);
+    drop(server);
+
+    // Back to a production configuration without the key: the database still
+    // holds it, so the server still refuses.
+    std::fs::write(&path, &base).unwrap();
+    let err = refused_start(&dir);
+    assert!(err.contains("database holds an API key published"), "{err}");
+}
