@@ -4,18 +4,24 @@
 
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::NoOpMiddleware;
-use governor::state::keyed::DashMapStateStore;
+use governor::nanos::Nanos;
+use governor::state::keyed::{DashMapStateStore, ShrinkableKeyedStateStore};
+use governor::state::StateStore;
 use governor::{Quota, RateLimiter};
 use serde::{Deserialize, Serialize};
+use std::hash::Hash;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Sign-in limits. Each attempt that reaches the password check takes one
-/// cell from its account's bucket and one from its address's bucket; a
+/// Sign-in limits. Each attempt takes one cell from its account's bucket
+/// and one from its address's bucket before the password is checked; a
 /// bucket holds `*_attempts` cells and gains one back every
-/// `*_refill_seconds`. A correct password signs in at once, so in practice
-/// the buckets drain only on failures.
+/// `*_refill_seconds`. A successful sign-in refills its account's bucket,
+/// so an account's bucket counts failed attempts since its last success;
+/// the address's bucket counts every attempt (a correct password for one
+/// account must not buy more guesses at another).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SignInLimits {
@@ -83,10 +89,49 @@ const SWEEP_ABOVE: usize = 10_000;
 /// Account names are cut to this many bytes for the limiter's key.
 const ACCOUNT_KEY_LEN: usize = 128;
 
+/// A keyed state store the throttle keeps a handle on, so that one key's
+/// state can be dropped (an account's bucket refilled after a success).
+#[derive(Clone)]
+struct Shared<K: Hash + Eq + Clone>(Arc<DashMapStateStore<K>>);
+
+impl<K: Hash + Eq + Clone> Default for Shared<K> {
+    fn default() -> Self {
+        Shared(Arc::new(DashMapStateStore::default()))
+    }
+}
+
+impl<K: Hash + Eq + Clone> StateStore for Shared<K> {
+    type Key = K;
+
+    fn measure_and_replace<T, F, E>(&self, key: &K, f: F) -> Result<T, E>
+    where
+        F: Fn(Option<Nanos>) -> Result<(T, Nanos), E>,
+    {
+        self.0.measure_and_replace(key, f)
+    }
+}
+
+impl<K: Hash + Eq + Clone> ShrinkableKeyedStateStore<K> for Shared<K> {
+    fn retain_recent(&self, drop_below: Nanos) {
+        self.0.retain_recent(drop_below)
+    }
+
+    fn len(&self) -> usize {
+        ShrinkableKeyedStateStore::len(&*self.0)
+    }
+
+    fn is_empty(&self) -> bool {
+        ShrinkableKeyedStateStore::is_empty(&*self.0)
+    }
+}
+
+type Limiter<K, C> = RateLimiter<K, Shared<K>, C, NoOpMiddleware<<C as Clock>::Instant>>;
+
 /// The per-account and per-address limiters.
 pub struct Throttle<C: Clock = DefaultClock> {
-    accounts: RateLimiter<String, DashMapStateStore<String>, C, NoOpMiddleware<C::Instant>>,
-    addresses: RateLimiter<IpAddr, DashMapStateStore<IpAddr>, C, NoOpMiddleware<C::Instant>>,
+    accounts: Limiter<String, C>,
+    account_states: Shared<String>,
+    addresses: Limiter<IpAddr, C>,
     clock: C,
 }
 
@@ -98,19 +143,26 @@ impl Throttle<DefaultClock> {
 
 impl<C: Clock + Clone> Throttle<C> {
     pub fn with_clock(limits: &SignInLimits, clock: C) -> Self {
+        let account_states = Shared::default();
         Throttle {
             accounts: RateLimiter::new(
                 quota(limits.account_attempts, limits.account_refill_seconds),
-                DashMapStateStore::default(),
+                account_states.clone(),
                 clock.clone(),
             ),
+            account_states,
             addresses: RateLimiter::new(
                 quota(limits.address_attempts, limits.address_refill_seconds),
-                DashMapStateStore::default(),
+                Shared::default(),
                 clock.clone(),
             ),
             clock,
         }
+    }
+
+    /// A successful sign-in: the account's bucket is full again.
+    pub fn succeeded(&self, account: &str) {
+        self.account_states.0.remove(&account_key(account));
     }
 
     /// Takes one attempt for `account` from `address`; `Err(wait)` when
@@ -310,6 +362,12 @@ mod tests {
             t.attempt("ann", Some(b)).is_ok(),
             "one attempt back after the period"
         );
+        assert!(t.attempt("ann", Some(b)).is_err());
+        // A success refills the account's bucket (not the address's).
+        t.succeeded("ann");
+        for _ in 0..3 {
+            assert!(t.attempt("ann", Some(b)).is_ok());
+        }
         assert!(t.attempt("ann", Some(b)).is_err());
     }
 

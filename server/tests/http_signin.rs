@@ -129,8 +129,17 @@ async fn failed_attempts_are_throttled_per_account() {
     assert_eq!(res.status().as_u16(), 429);
     let page = res.text().await.unwrap();
     assert!(page.contains("Too many sign-in attempts"), "{page}");
-    // Another account from the same address is not affected.
+    // Another account from the same address is not affected, and a success
+    // refills that account's bucket: after 2 failures and a success, bob
+    // has 3 failures to go before 429.
+    for _ in 0..2 {
+        refused(&sign_in(&s, &here, "bob", "wrong", None).await);
+    }
     signed_in(&sign_in(&s, &here, "bob", BOB_PASS, None).await);
+    for _ in 0..3 {
+        refused(&sign_in(&s, &here, "bob", "wrong", None).await);
+    }
+    throttled(&sign_in(&s, &here, "bob", BOB_PASS, None).await);
     // An unknown name is throttled the same way (no hint that it does not exist).
     for _ in 0..3 {
         refused(&sign_in(&s, &here, "nobody", "x", None).await);

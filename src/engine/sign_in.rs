@@ -185,14 +185,18 @@ impl Engine {
             _ => (None, 0),
         };
         let known = phc.is_some();
-        let phc = phc.unwrap_or_else(|| passwords::decoy().to_string());
         let password = password.to_string();
+        // The decoy (hashed once, on first use) is made on the blocking pool too.
         let ok = self
-            .bounded_hash(move || passwords::verify(&phc, &password))
+            .bounded_hash(move || match phc {
+                Some(phc) => passwords::verify(&phc, &password),
+                None => passwords::verify(passwords::decoy(), &password),
+            })
             .await?;
         if !(ok && known) {
             return Ok(None);
         }
+        throttle.succeeded(account);
         Ok(self.principal(account).await?.map(|principal| SignedIn {
             principal,
             generation,
