@@ -186,7 +186,7 @@ async fn run_timers(engine: Engine, every: Duration) {
 
 /// How often the token signing keys are read again from the database: a key
 /// revoked with the CLI stops verifying on a running server within this time.
-pub const TOKEN_KEY_RELOAD: Duration = Duration::from_secs(5);
+const TOKEN_KEY_RELOAD: Duration = Duration::from_secs(5);
 
 /// Puts the configured directory, keys and workflows into the engine.
 async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {

@@ -78,7 +78,7 @@ pub async fn load_principal(
                 req.extensions_mut().insert(SignedIn(p));
             }
             Ok(None) => {
-                tracing::info!(principal = %id, "console session ended: signed out elsewhere, password changed or removed");
+                tracing::info!(principal = %id, "console session ended: the person or their password was removed, or the password changed");
                 let _ = session.flush().await;
             }
             Err(e) => tracing::error!(error = %e, "session check failed"),
