@@ -126,7 +126,7 @@ async function mintToken(path) {
   if (body.token) return body.token;
   return sign({
     i: body.interruptId, r: body.runId, n: body.nodeId, p: 'grace', t: 'resolve',
-    e: Date.now() + 30 * 60_000, j: randomBytes(16).toString('hex'),
+    a: Date.now(), e: Date.now() + 30 * 60_000, j: randomBytes(16).toString('hex'),
   });
 }
 
@@ -135,7 +135,8 @@ function expiredCopy(token) {
   const [, , kid, payload] = token.split('.');
   assert.equal(kid, TOKEN_KID);
   const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
-  return sign({ ...claims, e: Date.now() - 60_000 });
+  // Issued before it expired (a token's lifetime is checked too).
+  return sign({ ...claims, a: Date.now() - 120_000, e: Date.now() - 60_000 });
 }
 
 before(async () => {

@@ -115,6 +115,10 @@ scopes = ["runs:read", "approvals:respond"]
 [[token_keys]]
 kid = "e2e-1"
 secret = "e2e-token-secret-0123456789-0123456789"
+
+# Every browser test signs in from 127.0.0.1.
+[sign_in]
+address_attempts = 500
 `;
 // Their passwords (the hashes above are of these).
 export const PASSWORDS = { ada: 'ada-demo-pass', grace: 'grace-demo-pass', linus: 'linus-demo-pass' };

@@ -27,6 +27,8 @@ use tokio::sync::broadcast;
 pub mod admin;
 pub mod inbox;
 pub mod outbox;
+pub mod sign_in;
+pub mod token_keys;
 
 pub struct EngineOptions {
     pub database_url: String,
@@ -67,8 +69,12 @@ struct Inner {
     changes: std::sync::atomic::AtomicU64,
     tokens: RwLock<KeyRing>,
     token_ttl_ms: RwLock<Millis>,
-    /// Directory entries read so far; every directory write goes through the engine and updates it.
-    principals: RwLock<HashMap<String, Principal>>,
+    /// Directory entries read so far, with when; read again after
+    /// [`sign_in::DIRECTORY_RECHECK_MS`] so that changes by the CLI or
+    /// another process take effect within seconds.
+    principals: RwLock<HashMap<String, (Principal, Millis)>>,
+    /// Sign-in throttle, hashing slots and session checks.
+    sign_in: sign_in::State,
     /// Callback delivery: `None` refuses `callbackUrl`; `Some` accepts URLs the egress guard passes.
     callbacks: RwLock<Option<crate::egress::EgressPolicy>>,
 }
@@ -260,6 +266,7 @@ impl Engine {
                 tokens: RwLock::new(KeyRing::default()),
                 token_ttl_ms: RwLock::new(crate::token::DEFAULT_TTL_MS),
                 principals: RwLock::new(HashMap::new()),
+                sign_in: sign_in::State::default(),
                 callbacks: RwLock::new(None),
             }),
         };
@@ -549,20 +556,31 @@ impl Engine {
         result
     }
 
-    /// A directory entry; cached, since every directory write goes through `upsert_principal`.
+    /// A directory entry; cached for [`sign_in::DIRECTORY_RECHECK_MS`]
+    /// (this engine's own writes drop the entry at once).
     pub async fn principal(&self, id: &str) -> Result<Option<Principal>> {
-        if let Some(p) = self.inner.principals.read().expect("lock").get(id) {
-            return Ok(Some(p.clone()));
+        let now = self.now();
+        if let Some((p, at)) = self.inner.principals.read().expect("lock").get(id) {
+            if now - at < sign_in::DIRECTORY_RECHECK_MS {
+                return Ok(Some(p.clone()));
+            }
         }
         let found = self.load_principal(id).await?;
-        if let Some(p) = &found {
-            self.inner
-                .principals
-                .write()
-                .expect("lock")
-                .insert(id.to_string(), p.clone());
+        let mut cache = self.inner.principals.write().expect("lock");
+        match &found {
+            Some(p) => {
+                cache.insert(id.to_string(), (p.clone(), now));
+            }
+            None => {
+                cache.remove(id);
+            }
         }
         Ok(found)
+    }
+
+    /// Drops a cached directory entry; the next read goes to the database.
+    pub(crate) fn forget_principal(&self, id: &str) {
+        self.inner.principals.write().expect("lock").remove(id);
     }
 
     async fn load_principal(&self, id: &str) -> Result<Option<Principal>> {
@@ -1079,12 +1097,15 @@ impl Engine {
 
     // ----- interrupt tokens ------------------------------------------------------------
 
-    /// Replaces the token signing keys (newest active key signs; retired keys verify).
+    /// Replaces the token signing keys in memory only (tests; the server
+    /// loads them from the database, see `sync_token_keys`). The last key
+    /// not retired signs.
     pub fn set_token_keys(&self, keys: Vec<SigningKey>, ttl_ms: Option<Millis>) {
-        *self.inner.tokens.write().expect("lock") = KeyRing::new(keys);
         if let Some(ttl) = ttl_ms.filter(|t| *t > 0) {
             *self.inner.token_ttl_ms.write().expect("lock") = ttl;
         }
+        let ttl = *self.inner.token_ttl_ms.read().expect("lock");
+        *self.inner.tokens.write().expect("lock") = KeyRing::new(keys).with_max_ttl(ttl);
     }
 
     pub fn can_mint_tokens(&self) -> bool {
@@ -1178,6 +1199,7 @@ impl Engine {
             n: interrupt.node_id.clone(),
             p: recipient.id.clone(),
             t: intent,
+            a: now,
             e: expires,
             j: ids::new_opaque(),
         };

@@ -38,6 +38,12 @@ pub enum EngineError {
     Expired(String),
     #[error("{0}")]
     Conflict(String),
+    /// Throttled (sign-in attempts); `Retry-After` carries the wait.
+    #[error("{message}")]
+    TooManyAttempts { message: String, retry_after_secs: u64 },
+    /// No capacity right now (password hashing slots); try again shortly.
+    #[error("{message}")]
+    Busy { message: String, retry_after_secs: u64 },
     #[error("storage error: {0}")]
     Storage(String),
     #[error("internal error: {0}")]
@@ -75,6 +81,8 @@ impl EngineError {
             EngineError::TokenInvalid(_) => "interrupt_token_invalid",
             EngineError::Expired(_) => "interrupt_expired",
             EngineError::Conflict(_) => "run_state_conflict",
+            EngineError::TooManyAttempts { .. } => "rate_limited",
+            EngineError::Busy { .. } => "service_unavailable",
             EngineError::Storage(_) | EngineError::Internal(_) => "internal_error",
         }
     }
@@ -90,6 +98,8 @@ impl EngineError {
             | EngineError::IdempotencyMismatch
             | EngineError::Conflict(_) => 409,
             EngineError::Expired(_) => 410,
+            EngineError::TooManyAttempts { .. } => 429,
+            EngineError::Busy { .. } => 503,
             EngineError::Storage(_) | EngineError::Internal(_) => 500,
         }
     }
@@ -105,6 +115,15 @@ impl EngineError {
                 | EngineError::Expired(_)
                 | EngineError::Conflict(_)
         )
+    }
+
+    /// Seconds for a `Retry-After` header, for errors that are worth retrying later.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            EngineError::TooManyAttempts { retry_after_secs, .. }
+            | EngineError::Busy { retry_after_secs, .. } => Some(*retry_after_secs),
+            _ => None,
+        }
     }
 
     /// `details` for the error envelope.

@@ -21,6 +21,7 @@ pub mod passwords;
 pub mod projection;
 mod runtime;
 pub mod schema_subset;
+pub mod sign_in;
 pub mod store;
 pub mod token;
 

@@ -1,10 +1,10 @@
 //! The admin dashboard's engine side against a real SQLite file, with an
 //! injected clock: overview and charts, runs and timelines, the directory,
-//! API keys, token signing keys and the outbox.
+//! API keys and the outbox (token signing keys: tests/token_keys.rs).
 
 use serde_json::json;
 use std::sync::Arc;
-use tollgate::engine::admin::{ConfiguredTokenKey, MembershipKind, PrincipalEdit, RunFilter, TokenKeyState};
+use tollgate::engine::admin::{MembershipKind, PrincipalEdit, RunFilter};
 use tollgate::{Actor, CreateRun, Engine, EngineError, EngineOptions, ManualClock, Principal};
 
 const T0: i64 = 1_800_000_000_000;
@@ -428,97 +428,6 @@ async fn a_key_revoked_elsewhere_is_refused_after_the_recheck_interval() {
     assert!(server.authenticate(&new.key).await.unwrap().is_some());
     clock.advance(tollgate::engine::API_KEY_RECHECK_MS);
     assert!(server.authenticate(&new.key).await.unwrap().is_none());
-}
-
-fn configured(kid: &str, retired: bool) -> ConfiguredTokenKey {
-    ConfiguredTokenKey {
-        kid: kid.into(),
-        secret: format!("{kid}-secret-0123456789-0123456789-0123"),
-        retired,
-    }
-}
-
-fn states(rows: &[tollgate::engine::admin::TokenKeyRow]) -> Vec<(String, TokenKeyState)> {
-    let mut v: Vec<_> = rows.iter().map(|r| (r.kid.clone(), r.state)).collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v
-}
-
-#[tokio::test]
-async fn token_keys_rotate_without_orphaning_links() {
-    let f = fixture().await;
-    f.engine
-        .sync_token_keys(vec![configured("k1", false)], None)
-        .await
-        .unwrap();
-    let run = start(&f.engine, "open-gate").await;
-    let ann = f.engine.principal("ann").await.unwrap().unwrap();
-    let (old_link, _) = f
-        .engine
-        .mint_token(&run, "review", &ann, tollgate::token::Intent::Inspect)
-        .await
-        .unwrap();
-    assert!(old_link.starts_with("ow2.hs256.k1."));
-
-    // Added, not active: k1 still signs.
-    f.engine.add_token_key("k2", None, false).await.unwrap();
-    let rows = f.engine.token_keys().await.unwrap();
-    assert_eq!(
-        states(&rows),
-        vec![
-            ("k1".into(), TokenKeyState::Signing),
-            ("k2".into(), TokenKeyState::New)
-        ]
-    );
-    assert!(rows.iter().any(|r| r.kid == "k2" && r.source == "dashboard"));
-    // Activated: k2 signs, k1 still verifies the link it signed.
-    f.clock.advance(1000);
-    f.engine.activate_token_key("k2").await.unwrap();
-    let (new_link, _) = f
-        .engine
-        .mint_token(&run, "review", &ann, tollgate::token::Intent::Inspect)
-        .await
-        .unwrap();
-    assert!(new_link.starts_with("ow2.hs256.k2."));
-    assert!(f.engine.inspect_by_token(&old_link).await.is_ok());
-    // Retired: never signs again, still verifies; retiring is one-way, even
-    // when the configuration file lists the key as live.
-    f.engine.retire_token_key("k1").await.unwrap();
-    assert!(f.engine.inspect_by_token(&old_link).await.is_ok());
-    f.engine
-        .sync_token_keys(vec![configured("k1", false)], None)
-        .await
-        .unwrap();
-    assert_eq!(
-        states(&f.engine.token_keys().await.unwrap()),
-        vec![
-            ("k1".into(), TokenKeyState::Retired),
-            ("k2".into(), TokenKeyState::Signing)
-        ]
-    );
-    assert!(matches!(
-        f.engine.activate_token_key("k1").await,
-        Err(EngineError::Conflict(_))
-    ));
-    assert!(matches!(
-        f.engine.retire_token_key("nope").await,
-        Err(EngineError::NotFound(_))
-    ));
-    // Bad input names its field.
-    for (kid, secret, field) in [
-        ("k3", Some("short".to_string()), "secret"),
-        ("bad kid", None, "kid"),
-        ("k2", None, "kid"),
-    ] {
-        match f.engine.add_token_key(kid, secret, false).await {
-            Err(EngineError::Validation { field: got, .. }) => assert_eq!(got.as_deref(), Some(field)),
-            other => panic!("{kid}: {other:?}"),
-        }
-    }
-    // Retiring the signing key leaves none: links cannot be issued.
-    f.engine.retire_token_key("k2").await.unwrap();
-    assert!(!f.engine.can_mint_tokens());
-    assert!(f.engine.inspect_by_token(&new_link).await.is_ok());
 }
 
 fn filter(tenant: &str, kind: Option<&str>, status: Option<&str>) -> tollgate::engine::outbox::OutboxFilter {

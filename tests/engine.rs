@@ -991,7 +991,7 @@ fn keys() -> Vec<tollgate::token::SigningKey> {
     vec![tollgate::token::SigningKey {
         kid: "k1".into(),
         secret: "s".repeat(40),
-        retired: false,
+        retired_at: None,
     }]
 }
 
@@ -1077,6 +1077,7 @@ async fn token_links_follow_the_verification_ladder() {
             n: "gate".into(),
             p: "ann".into(),
             t: Intent::Resolve,
+            a: T0,
             e: T0 + 1000,
             j: "x".into(),
         })
@@ -1153,11 +1154,11 @@ async fn tokens_die_with_their_interrupt_and_run() {
         .await
         .unwrap();
     let mut rotated = keys();
-    rotated[0].retired = true;
+    rotated[0].retired_at = Some(f.engine.now() + 1);
     rotated.push(tollgate::token::SigningKey {
         kid: "k2".into(),
         secret: "t".repeat(40),
-        retired: false,
+        retired_at: None,
     });
     f.engine.set_token_keys(rotated, None);
     let (new, _) = f

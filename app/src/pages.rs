@@ -341,7 +341,8 @@ fn InboxRowView(row: InboxRow) -> impl IntoView {
 #[component]
 pub fn SignIn() -> impl IntoView {
     let query = use_query_map();
-    let failed = move || query.with(|q| q.get("error").is_some());
+    let error = move || query.with(|q| q.get("error"));
+    let retry = move || query.with(|q| q.get("retry").and_then(|r| r.parse::<u64>().ok()).unwrap_or(60));
     let next = move || {
         query.with(|q| {
             q.get("next")
@@ -357,7 +358,14 @@ pub fn SignIn() -> impl IntoView {
             <h1 class="text-2xl font-semibold tracking-tight">"Sign in"</h1>
             <p class="mt-1 text-sm text-slate-600">"Sign in to decide the requests waiting for you."</p>
             {move || signed_out().then(|| view! { <p role="status" class="mt-4 rounded-md bg-slate-100 p-3 text-sm text-slate-800">"You are signed out."</p> })}
-            {move || failed().then(|| view! { <p id="signin-error" role="alert" class="mt-4 rounded-md border border-red-200 bg-red-50 p-3 text-sm text-red-800">"That name and password do not match."</p> })}
+            {move || error().map(|e| {
+                let text = match e.as_str() {
+                    "throttled" => format!("Too many sign-in attempts. Try again in {} seconds.", retry()),
+                    "busy" => "Too many sign-ins at once. Try again in a moment.".to_string(),
+                    _ => "That name and password do not match.".to_string(),
+                };
+                view! { <p id="signin-error" role="alert" data-error=e class="mt-4 rounded-md border border-red-200 bg-red-50 p-3 text-sm text-red-800">{text}</p> }
+            })}
             <form method="post" action="/signin" class=format!("mt-6 space-y-5 {CARD}")>
                 <input type="hidden" name="next" value=next />
                 <div>

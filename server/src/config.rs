@@ -36,6 +36,9 @@ pub struct Config {
     /// Run callbacks (`createRun.callbackUrl`); delivered only when `secret` is set.
     #[serde(default)]
     pub callbacks: CallbacksConfig,
+    /// Console sign-in throttling and password hashing concurrency.
+    #[serde(default)]
+    pub sign_in: tollgate::sign_in::SignInLimits,
     /// Runs to start when the database has none (demo data).
     #[serde(default)]
     pub demo_runs: Vec<DemoRunConfig>,
@@ -281,6 +284,7 @@ impl Default for Config {
             smtp: None,
             notifications: NotificationsConfig::default(),
             callbacks: CallbacksConfig::default(),
+            sign_in: tollgate::sign_in::SignInLimits::default(),
             env_warnings: vec![],
         }
     }
@@ -351,16 +355,19 @@ impl Config {
             }
         }
         for (i, k) in self.token_keys.iter().enumerate() {
-            if !tollgate::ids::is_tenant_id(&k.kid) {
-                anyhow::bail!("token_keys[{i}].kid: must match ^[A-Za-z0-9._~-]{{1,128}}$");
-            }
-            if k.secret.len() < 32 {
-                anyhow::bail!("token_keys[{i}].secret: at least 32 characters");
+            tollgate::engine::token_keys::check_kid("kid", &k.kid)
+                .map_err(|e| anyhow::anyhow!("token_keys[{i}].{e}"))?;
+            if k.secret.len() < tollgate::engine::token_keys::MIN_SECRET_LEN {
+                anyhow::bail!(
+                    "token_keys[{i}].secret: at least {} characters",
+                    tollgate::engine::token_keys::MIN_SECRET_LEN
+                );
             }
         }
         if self.callbacks.secret.as_ref().is_some_and(|s| s.len() < 32) {
             anyhow::bail!("callbacks.secret: at least 32 characters");
         }
+        self.sign_in.check().map_err(|e| anyhow::anyhow!("sign_in.{e}"))?;
         if self.callbacks.timeout_ms == 0 {
             anyhow::bail!("callbacks.timeout_ms: must be positive");
         }

@@ -3,17 +3,17 @@
 //! (works without JavaScript); after a refused decision the page is drawn
 //! again with the person's input and each error beside its field.
 
-use crate::session::{self, PRINCIPAL_KEY};
+use crate::session::{self, GENERATION_KEY, PRINCIPAL_KEY};
 use crate::state::AppState;
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
-use axum::http::{Method, StatusCode};
+use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
 use leptos::prelude::provide_context;
 use serde::Deserialize;
 use serde_json::Value;
 use std::future::Future;
+use std::net::SocketAddr;
 use tollgate::{Actor, EngineError, InterruptView};
 use tollgate_app::api::{Posted, PostedForm, SignedIn};
 use tollgate_app::form::{errors_for_form, field_tree, form_to_json, handle_row_action, pointer_to_path};
@@ -26,40 +26,68 @@ pub struct SignInForm {
     next: Option<String>,
 }
 
-fn safe_next(next: Option<&str>) -> String {
-    match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") => n.to_string(),
-        _ => "/".into(),
-    }
-}
-
-pub async fn sign_in(
-    State(state): State<AppState>,
-    session: Session,
-    Form(form): Form<SignInForm>,
-) -> Response {
-    let next = safe_next(form.next.as_deref());
+/// `POST /signin`. Throttled per account and per client address (the TCP
+/// peer): over the limit the page is drawn again with `429` and
+/// `Retry-After`. After signing in, only a same-origin path is followed
+/// (`tollgate::sign_in::safe_next`).
+pub async fn sign_in(State(state): State<AppState>, session: Session, req: Request) -> Response {
+    let (mut parts, body) = req.into_parts();
+    let address = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(a)| a.ip());
+    let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024).await else {
+        return (StatusCode::PAYLOAD_TOO_LARGE, "form too large").into_response();
+    };
+    let form: SignInForm = match serde_urlencoded::from_bytes(&bytes) {
+        Ok(f) => f,
+        Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
+    };
+    let next = tollgate::sign_in::safe_next(form.next.as_deref().unwrap_or("/")).to_string();
     match state
         .engine
-        .verify_password(form.user.trim(), &form.password)
+        .sign_in(form.user.trim(), &form.password, address)
         .await
     {
-        Ok(Some(p)) => {
-            // A new session id on sign-in (no fixation).
-            if session.cycle_id().await.is_err() || session.insert(PRINCIPAL_KEY, &p.id).await.is_err() {
+        Ok(Some(signed)) => {
+            // A new session id on sign-in (no fixation), bound to the password generation.
+            let stored = session.cycle_id().await.is_ok()
+                && session.insert(PRINCIPAL_KEY, &signed.principal.id).await.is_ok()
+                && session.insert(GENERATION_KEY, signed.generation).await.is_ok();
+            if !stored {
                 return (
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "the session could not be stored",
                 )
                     .into_response();
             }
-            tracing::info!(principal = %p.id, "signed in");
+            tracing::info!(principal = %signed.principal.id, "signed in");
             Redirect::to(&next).into_response()
         }
         Ok(None) => {
             Redirect::to(&format!("/signin?error=1&next={}", session::urlencode(&next))).into_response()
         }
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+        Err(e) => match e.retry_after_secs() {
+            Some(secs) => {
+                let kind = if e.http_status() == 429 {
+                    "throttled"
+                } else {
+                    "busy"
+                };
+                let uri = format!(
+                    "/signin?error={kind}&retry={secs}&next={}",
+                    session::urlencode(&next)
+                );
+                parts.uri = uri.parse().unwrap_or_else(|_| "/signin".parse().expect("a path"));
+                let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::TOO_MANY_REQUESTS);
+                let mut res = redraw(&state, &parts, PostedForm::default(), status).await;
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+                tracing::warn!(status = e.http_status(), "sign-in refused: {e}");
+                res
+            }
+            None => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+        },
     }
 }
 

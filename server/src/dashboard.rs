@@ -191,44 +191,6 @@ pub async fn revoke_key(State(state): State<AppState>, post: AdminPost) -> Respo
     post.finish("/dashboard/keys", outcome).await
 }
 
-pub async fn add_token_key(State(state): State<AppState>, post: AdminPost) -> Response {
-    let kid = post.field("kid").trim().to_string();
-    let secret = Some(post.field("secret").to_string());
-    let activate = checked(&post.fields, "activate");
-    let outcome = state
-        .engine
-        .add_token_key(&kid, secret, activate)
-        .await
-        .map(|()| {
-            ok(if activate {
-                format!("Token key {kid} added; it signs new links.")
-            } else {
-                format!("Token key {kid} added; activate it to sign new links.")
-            })
-        });
-    post.finish("/dashboard/keys", outcome).await
-}
-
-pub async fn activate_token_key(State(state): State<AppState>, post: AdminPost) -> Response {
-    let kid = post.field("kid");
-    let outcome = state
-        .engine
-        .activate_token_key(kid)
-        .await
-        .map(|()| ok(format!("Token key {kid} signs new links now.")));
-    post.finish("/dashboard/keys", outcome).await
-}
-
-pub async fn retire_token_key(State(state): State<AppState>, post: AdminPost) -> Response {
-    let kid = post.field("kid");
-    let outcome = state.engine.retire_token_key(kid).await.map(|()| {
-        ok(format!(
-            "Token key {kid} is retired; links it signed work until they expire."
-        ))
-    });
-    post.finish("/dashboard/keys", outcome).await
-}
-
 pub async fn retry_outbox(State(state): State<AppState>, post: AdminPost) -> Response {
     let outcome = match post.field("id").parse::<i64>() {
         Ok(id) => state
@@ -250,9 +212,6 @@ pub fn routes() -> axum::Router<AppState> {
         .route("/dashboard/memberships", post(membership))
         .route("/dashboard/keys", post(create_key))
         .route("/dashboard/keys/revoke", post(revoke_key))
-        .route("/dashboard/token-keys", post(add_token_key))
-        .route("/dashboard/token-keys/activate", post(activate_token_key))
-        .route("/dashboard/token-keys/retire", post(retire_token_key))
         .route("/dashboard/outbox/retry", post(retry_outbox))
 }
 

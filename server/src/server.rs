@@ -69,12 +69,16 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         println!("{note}");
     }
     tracing::info!(%addr, "listening");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            shutdown_signal().await;
-            live::close_streams();
-        })
-        .await?;
+    // The peer address is the client address sign-in throttling counts by.
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(async {
+        shutdown_signal().await;
+        live::close_streams();
+    })
+    .await?;
     timers.abort();
     mailer.abort();
     callbacks.abort();
@@ -145,8 +149,18 @@ pub fn router(state: AppState) -> Router {
             },
             crate::headers::set,
         ))
-        .layer(TraceLayer::new_for_http())
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .with_state(state)
+}
+
+/// The request span: method and path, with any link token replaced by its id
+/// (the query, which may carry a `next` or filters, is left out).
+fn request_span(req: &axum::extract::Request) -> tracing::Span {
+    tracing::debug_span!(
+        "request",
+        method = %req.method(),
+        path = %tollgate::token::redact(req.uri().path()),
+    )
 }
 
 /// Sends browser requests for an interrupt page to the console router.
@@ -174,7 +188,7 @@ async fn run_timers(engine: Engine, every: Duration) {
         if let Err(e) = engine.fire_due().await {
             tracing::error!(error = %e, "timer sweep failed");
         }
-        // Token keys changed by another instance (or the CLI) are picked up here.
+        // Token keys changed by the CLI (or another instance) are picked up here.
         if last_key_reload.elapsed() >= TOKEN_KEY_RELOAD {
             last_key_reload = tokio::time::Instant::now();
             if let Err(e) = engine.reload_token_keys().await {
@@ -185,8 +199,9 @@ async fn run_timers(engine: Engine, every: Duration) {
     }
 }
 
-/// How often the token signing keys are read again from the database.
-const TOKEN_KEY_RELOAD: Duration = Duration::from_secs(15);
+/// How often the token signing keys are read again from the database: a key
+/// revoked with the CLI stops verifying on a running server within this time.
+const TOKEN_KEY_RELOAD: Duration = Duration::from_secs(5);
 
 /// Puts the configured directory, keys and workflows into the engine.
 async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
@@ -209,14 +224,18 @@ async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("principals {}: password_hash: {e}", p.id))?;
         }
     }
-    engine
+    let keys = engine
         .sync_token_keys(
             crate::cli::admin::configured_token_keys(config),
             Some(config.server.token_ttl_minutes as i64 * 60_000),
         )
         .await
         .map_err(|e| anyhow::anyhow!("[[token_keys]]: {e}"))?;
+    for kid in &keys.removed {
+        tracing::warn!(%kid, "token key no longer in [[token_keys]]: deleted; the links it signed no longer verify");
+    }
     engine.set_callback_policy(crate::callbacks::policy(config));
+    engine.set_sign_in_limits(&config.sign_in);
     if config.callbacks.secret.is_none() {
         tracing::info!(
             "no [callbacks] secret: callbackUrl is refused and discovery says callbackDelivery: false"

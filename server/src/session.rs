@@ -21,6 +21,8 @@ use tower_sessions_sqlx_store::SqliteStore;
 
 /// The session key holding the principal id.
 pub const PRINCIPAL_KEY: &str = "principal";
+/// The session key holding the password generation signed in under.
+pub const GENERATION_KEY: &str = "password_generation";
 
 /// Sessions end after this long without a request.
 pub const IDLE_HOURS: i64 = 12;
@@ -55,6 +57,9 @@ pub async fn layer(database_url: &str, secure: bool) -> anyhow::Result<SessionMa
 }
 
 /// Puts the session's principal (if any) into the request as [`SignedIn`].
+/// The session ends (is flushed) when its principal was removed, lost their
+/// password or changed it since signing in — checked on every request,
+/// against a view of the directory at most a few seconds old.
 pub async fn load_principal(
     State(state): State<AppState>,
     session: Session,
@@ -62,13 +67,21 @@ pub async fn load_principal(
     next: Next,
 ) -> Response {
     if let Ok(Some(id)) = session.get::<String>(PRINCIPAL_KEY).await {
-        match state.engine.principal(&id).await {
+        // Sessions from before generations were kept have none: they end.
+        let generation = session.get::<i64>(GENERATION_KEY).await.ok().flatten();
+        let principal = match generation {
+            Some(g) => state.engine.session_principal(&id, g).await,
+            None => Ok(None),
+        };
+        match principal {
             Ok(Some(p)) => {
                 req.extensions_mut().insert(SignedIn(p));
             }
-            _ => {
+            Ok(None) => {
+                tracing::info!(principal = %id, "console session ended: the person or their password was removed, or the password changed");
                 let _ = session.flush().await;
             }
+            Err(e) => tracing::error!(error = %e, "session check failed"),
         }
     }
     // A dashboard post's message is shown by the page drawn next, once.

@@ -1,7 +1,8 @@
 //! The token verification ladder over HTTP, on both token routes
 //! (`GET /interrupts/{token}`, `POST /interrupts/{token}`): each segment
-//! tampered, unknown alg and kid, retired and rotated keys, expiry, reuse
-//! after resolve, revocation, inspect intent, unknown interrupt.
+//! tampered, unknown alg and kid, retired, rotated, revoked, removed and
+//! never-activated keys, expiry, reuse after resolve, revocation, inspect
+//! intent, unknown interrupt; and the outbox listing holds no usable link.
 //!
 //! Tokens with chosen claims (expired, inspect, unknown interrupt, signed by a
 //! retired key) are made with the engine's own `KeyRing` and the configured
@@ -12,34 +13,31 @@ mod common;
 use common::*;
 use reqwest::Method;
 use serde_json::json;
+use std::time::Duration;
 use tollgate::token::{Claims, Intent, KeyRing, SigningKey};
 
 const K0: &str = "0000000000000000retired-key-secret-00";
 const K1: &str = "1111111111111111active-key-secret-111";
 const K2: &str = "2222222222222222rotated-key-secret-22";
 
-fn key(kid: &str, secret: &str, retired: bool) -> SigningKey {
+fn key(kid: &str, secret: &str) -> SigningKey {
     SigningKey {
         kid: kid.into(),
         secret: secret.into(),
-        retired,
+        retired_at: None,
     }
 }
 
 /// Signs `claims` with one key (as that key's holder would).
 fn sign(kid: &str, secret: &str, claims: &Claims) -> String {
-    KeyRing::new(vec![key(kid, secret, false)]).sign(claims).unwrap()
+    KeyRing::new(vec![key(kid, secret)]).sign(claims).unwrap()
 }
 
 /// The claims of a token this test can verify (any expiry).
 fn claims_of(token: &str) -> Claims {
-    KeyRing::new(vec![
-        key("k0", K0, true),
-        key("k1", K1, false),
-        key("k2", K2, false),
-    ])
-    .verify(token, i64::MIN)
-    .unwrap()
+    KeyRing::new(vec![key("k0", K0), key("k2", K2), key("k1", K1)])
+        .verify(token, i64::MIN)
+        .unwrap()
 }
 
 fn now_ms() -> i64 {
@@ -55,12 +53,36 @@ fn with_keys(dir: &TestDir, keys: &str) {
     std::fs::write(dir.config_path(), config).unwrap();
 }
 
+fn db_path(dir: &TestDir) -> std::path::PathBuf {
+    dir.dir.path().join("t.db")
+}
+
+/// `tollgate ARGS…` on the test's database; its JSON output.
+fn cli(args: &[&str]) -> serde_json::Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 const RETIRED_AND_ACTIVE: &str = r#"
 [[token_keys]]
 kid = "k0"
 secret = "0000000000000000retired-key-secret-00"
 retired = true
 
+[[token_keys]]
+kid = "k1"
+secret = "1111111111111111active-key-secret-111"
+"#;
+
+const ONLY_K1: &str = r#"
 [[token_keys]]
 kid = "k1"
 secret = "1111111111111111active-key-secret-111"
@@ -191,17 +213,50 @@ async fn each_tampered_segment_unknown_alg_and_unknown_kid_are_401() {
 }
 
 #[tokio::test]
-async fn retired_key_verifies_until_expiry_and_expired_is_410() {
+async fn retired_key_verifies_only_what_it_issued_before_and_expired_is_410() {
+    let started = now_ms();
     let (s, _dir) = start().await;
     let (run, token) = pending(&s).await;
     let claims = claims_of(&token);
 
-    // Signed by the retired key k0: verifies (GET and POST) while unexpired.
-    let retired = sign("k0", K0, &claims);
+    // k0 was retired when the server first started: a token it issued
+    // before then verifies (GET and POST) while unexpired…
+    let before = Claims {
+        a: started - 60_000,
+        e: now_ms() + 10 * 60_000,
+        ..claims.clone()
+    };
+    let retired = sign("k0", K0, &before);
     get(&s, &retired).await.expect(200, None);
+    // …one dated after its retirement does not, though its MAC is right.
+    let after = sign(
+        "k0",
+        K0,
+        &Claims {
+            a: now_ms(),
+            ..before.clone()
+        },
+    );
+    both(
+        "issued after retirement",
+        (get(&s, &after).await, post(&s, &after).await),
+        401,
+        "interrupt_token_invalid",
+    );
+    // Nor one that claims a lifetime longer than links get (30 min here).
+    let long = sign(
+        "k0",
+        K0,
+        &Claims {
+            e: started - 60_000 + 31 * 60_000,
+            ..before.clone()
+        },
+    );
+    get(&s, &long).await.expect(401, Some("interrupt_token_invalid"));
 
     // Past expiresAt, with any key: 410 interrupt_expired on both routes.
     let expired_claims = Claims {
+        a: started - 10 * 60_000,
         e: now_ms() - 1_000,
         ..claims.clone()
     };
@@ -225,6 +280,11 @@ async fn retired_key_verifies_until_expiry_and_expired_is_410() {
         .await
         .expect(401, Some("interrupt_token_invalid"));
 
+    assert_eq!(
+        s.snapshot(&run).await["status"],
+        "waiting-approval",
+        "nothing refused decided"
+    );
     post(&s, &retired).await.expect(200, None);
     assert_eq!(s.snapshot(&run).await["status"], "completed");
 }
@@ -318,14 +378,7 @@ async fn reuse_after_resolve_revocation_inspect_intent_and_unknown_interrupt() {
 #[tokio::test]
 async fn after_key_rotation_old_kid_tokens_still_work() {
     let dir = TestDir::new();
-    with_keys(
-        &dir,
-        r#"
-[[token_keys]]
-kid = "k1"
-secret = "1111111111111111active-key-secret-111"
-"#,
-    );
+    with_keys(&dir, ONLY_K1);
     let mut s = Server::start(&dir).await;
     let (run, old) = pending(&s).await;
     assert!(old.starts_with("ow2.hs256.k1."), "{old}");
@@ -349,6 +402,16 @@ secret = "1111111111111111active-key-secret-111"
     );
     get(&s, &old).await.expect(200, None);
     get(&s, &fresh).await.expect(200, None);
+    // k1 was retired by this start: what it signs now is refused.
+    let late = sign(
+        "k1",
+        K1,
+        &Claims {
+            a: now_ms(),
+            ..claims_of(&old)
+        },
+    );
+    get(&s, &late).await.expect(401, Some("interrupt_token_invalid"));
     post(&s, &old).await.expect(200, None);
     assert_eq!(s.snapshot(&run).await["status"], "completed");
     both(
@@ -356,5 +419,248 @@ secret = "1111111111111111active-key-secret-111"
         (get(&s, &old).await, post(&s, &old).await),
         409,
         "interrupt_already_resolved",
+    );
+}
+
+#[tokio::test]
+async fn a_key_removed_from_the_configuration_stops_verifying_at_the_next_start() {
+    let dir = TestDir::new();
+    with_keys(&dir, RETIRED_AND_ACTIVE);
+    let started = now_ms();
+    let mut s = Server::start(&dir).await;
+    let (run, by_k1) = pending(&s).await;
+    // Issued by k0 before its retirement: verifies while k0 is configured.
+    let by_k0 = sign(
+        "k0",
+        K0,
+        &Claims {
+            a: started - 60_000,
+            e: now_ms() + 20 * 60_000,
+            ..claims_of(&by_k1)
+        },
+    );
+    get(&s, &by_k0).await.expect(200, None);
+    s.kill9();
+
+    // Both keys gone from the file; k2 signs now.
+    let config = std::fs::read_to_string(dir.config_path()).unwrap();
+    let config = config.replace(RETIRED_AND_ACTIVE, "");
+    std::fs::write(dir.config_path(), config).unwrap();
+    with_keys(
+        &dir,
+        r#"
+[[token_keys]]
+kid = "k2"
+secret = "2222222222222222rotated-key-secret-22"
+"#,
+    );
+    let s = Server::start(&dir).await;
+    for (what, token) in [("k1, was signing", &by_k1), ("k0, was retired", &by_k0)] {
+        both(
+            what,
+            (get(&s, token).await, post(&s, token).await),
+            401,
+            "interrupt_token_invalid",
+        );
+    }
+    assert_eq!(s.snapshot(&run).await["status"], "waiting-approval");
+    let listed = cli(&["token-key", "list", "--db", db_path(&dir).to_str().unwrap()]);
+    let kids: Vec<&str> = listed["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap())
+        .collect();
+    assert_eq!(kids, ["k2"], "{listed}");
+    let fresh = s.interrupt(&run, "gate").await["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(fresh.starts_with("ow2.hs256.k2."), "{fresh}");
+    get(&s, &fresh).await.expect(200, None);
+}
+
+/// Polls `token` on GET until it answers `status`, for up to `secs` seconds.
+async fn until_status(s: &Server, token: &str, status: u16, secs: u64) -> Resp {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let r = get(s, token).await;
+        if r.status == status || tokio::time::Instant::now() > deadline {
+            return r;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn cli_keys_new_keys_do_not_verify_and_revoked_keys_verify_nothing() {
+    let dir = TestDir::new();
+    with_keys(&dir, ONLY_K1);
+    let s = Server::start(&dir).await;
+    let db = db_path(&dir);
+    let db = db.to_str().unwrap();
+    let (run, by_k1) = pending(&s).await;
+
+    // Added with the CLI: the secret is generated and never printed.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["token-key", "add", "--db", db, "--kid", "k5"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (row["state"].as_str(), row["source"].as_str()),
+        (Some("new"), Some("cli"))
+    );
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{db}"))
+        .await
+        .unwrap();
+    let secret: String = sqlx::query_scalar("SELECT secret FROM token_keys WHERE kid = 'k5'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    assert!(secret.len() >= 32);
+    assert!(!printed.contains(&secret), "the secret is never shown: {printed}");
+
+    // Never activated: its tokens are refused, even after the server reloads keys.
+    let by_k5 = sign("k5", &secret, &claims_of(&by_k1));
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    both(
+        "never activated",
+        (get(&s, &by_k5).await, post(&s, &by_k5).await),
+        401,
+        "interrupt_token_invalid",
+    );
+    // Activated: it verifies within seconds, and signs new links.
+    cli(&["token-key", "activate", "--db", db, "k5"]);
+    until_status(&s, &by_k5, 200, 10).await.expect(200, None);
+    let fresh = s.interrupt(&run, "gate").await["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(fresh.starts_with("ow2.hs256.k5."), "{fresh}");
+
+    // Revoked: k1's links (issued before, unexpired) are refused within seconds.
+    get(&s, &by_k1).await.expect(200, None);
+    let row = cli(&["token-key", "revoke", "--db", db, "k1"]);
+    assert_eq!(row["state"], "revoked");
+    until_status(&s, &by_k1, 401, 10)
+        .await
+        .expect(401, Some("interrupt_token_invalid"));
+    post(&s, &by_k1)
+        .await
+        .expect(401, Some("interrupt_token_invalid"));
+    assert_eq!(
+        s.snapshot(&run).await["status"],
+        "waiting-approval",
+        "nothing decided"
+    );
+    // Revoking is one-way; unknown kids are refused.
+    for (args, what) in [
+        (vec!["token-key", "activate", "--db", db, "k1"], "revoked"),
+        (vec!["token-key", "retire", "--db", db, "nope"], "nope"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(what), "{args:?}");
+    }
+    get(&s, &fresh).await.expect(200, None);
+}
+
+#[tokio::test]
+async fn the_outbox_listing_holds_no_usable_link() {
+    let dir = TestDir::new();
+    with_keys(
+        &dir,
+        r#"
+[[principals]]
+id = "mia"
+email = "mia@example.com"
+groups = ["reviewers"]
+
+[notifications]
+poll_interval_ms = 50
+"#,
+    );
+    with_keys(&dir, ONLY_K1);
+    let s = Server::start(&dir).await;
+    s.register(json!({"id": "mailed", "nodes": [gate("gate", json!({"title": "Mail me", "actions": ["accept", "reject"], "approverGroupRefs": ["reviewers"]}))]}))
+        .await;
+    let run = s.create_as(OWNER, json!({"workflowId": "mailed"})).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let listing = loop {
+        let r = s.get("/admin/outbox?kind=email&status=sent", ADMIN).await;
+        r.expect(200, None);
+        if r.body["items"].as_array().is_some_and(|a| !a.is_empty()) || tokio::time::Instant::now() > deadline
+        {
+            break r.body;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let text = listing.to_string();
+    let message = listing["items"][0]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{listing}"));
+    assert!(message.contains("/t/[link "), "{message}");
+    assert!(!text.contains("ow2."), "no token anywhere in the listing: {text}");
+    // What the listing shows in the link's place does not open anything.
+    let shown = message
+        .split("/t/")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    for candidate in [
+        shown.to_string(),
+        shown
+            .trim_start_matches("[link ")
+            .trim_end_matches(']')
+            .to_string(),
+    ] {
+        let r = s
+            .call(
+                Method::GET,
+                &format!("/interrupts/{}", candidate.replace(' ', "%20")),
+                None,
+                None,
+                &[],
+            )
+            .await;
+        assert!(
+            [401, 404].contains(&r.status),
+            "{candidate}: {} {}",
+            r.status,
+            r.body
+        );
+        let r = s
+            .call(
+                Method::POST,
+                &format!("/interrupts/{}", candidate.replace(' ', "%20")),
+                None,
+                Some(&json!({"resumeValue": {"action": "accept"}})),
+                &[],
+            )
+            .await;
+        assert!(
+            [401, 404].contains(&r.status),
+            "{candidate}: {} {}",
+            r.status,
+            r.body
+        );
+    }
+    assert_eq!(
+        s.snapshot(&run).await["status"],
+        "waiting-approval",
+        "nothing decided"
     );
 }

@@ -1,9 +1,9 @@
 //! The admin dashboard's reads and writes: runs by status, pending interrupts
 //! by deadline, the chart series, a run's timeline with its audit, the
-//! directory, API keys and token signing keys.
+//! directory and API keys.
 //!
-//! Everything is scoped to the admin's tenant, except token signing keys,
-//! which belong to the instance.
+//! Everything is scoped to the admin's tenant. Token signing keys are the
+//! instance operator's (see `token_keys`), not the dashboard's.
 
 use super::inbox::deadline_state;
 use super::Engine;
@@ -13,7 +13,6 @@ use crate::clock::{rfc3339, Millis};
 use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
 use crate::ids::TenantRange;
-use crate::token::SigningKey;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -233,39 +232,6 @@ pub struct NewApiKey {
     pub key: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TokenKeyState {
-    /// Signs new tokens (the newest activated key not retired).
-    Signing,
-    /// Activated before, superseded by a newer key; still verifies.
-    Verifying,
-    /// Added, never activated: signs nothing yet.
-    New,
-    /// Verifies what it signed until that expires; never signs again.
-    Retired,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct TokenKeyRow {
-    pub kid: String,
-    pub state: TokenKeyState,
-    /// `config` (from `[[token_keys]]`) or `dashboard`.
-    pub source: String,
-    pub created_at: String,
-    pub activated_at: Option<String>,
-    pub retired_at: Option<String>,
-}
-
-/// A token key from the configuration file.
-#[derive(Debug, Clone)]
-pub struct ConfiguredTokenKey {
-    pub kid: String,
-    pub secret: String,
-    pub retired: bool,
-}
-
 /// Whether `p` may use the dashboard.
 pub fn is_admin(p: &Principal) -> bool {
     p.roles.iter().any(|r| r == ADMIN_ROLE)
@@ -360,18 +326,6 @@ type PrincipalTuple = (
     Option<String>,
 );
 type ApiKeyTuple = (String, String, String, Option<String>, Millis, Option<Millis>);
-type TokenKeyTuple = (String, String, String, Millis, Option<Millis>, Option<Millis>);
-
-/// A token key row with its derived state.
-struct StoredTokenKey {
-    kid: String,
-    secret: String,
-    source: String,
-    created_at: Millis,
-    activated_at: Option<Millis>,
-    retired_at: Option<Millis>,
-    state: TokenKeyState,
-}
 type RunTuple = (
     String,
     String,
@@ -830,7 +784,7 @@ impl Engine {
                     "a password needs at least 8 characters",
                 ))
             }
-            Some(p) => Some(crate::passwords::hash(p).map_err(|e| EngineError::Internal(e.to_string()))?),
+            Some(p) => Some(self.hash_password(p).await?),
             None => None,
         };
         self.set_password_hash(principal_id, phc.as_deref()).await
@@ -967,208 +921,6 @@ impl Engine {
             created_at: rfc3339(row.3),
             revoked_at: opt_time(row.4),
         })
-    }
-
-    // ----- token signing keys ------------------------------------------------------------
-
-    /// Puts the configuration's `[[token_keys]]` into the database and loads
-    /// the key ring. A key new to the database is activated when added
-    /// (in file order, so the last one signs); retiring is one-way, so a key
-    /// retired in the dashboard stays retired.
-    pub async fn sync_token_keys(&self, keys: Vec<ConfiguredTokenKey>, ttl_ms: Option<Millis>) -> Result<()> {
-        for k in &keys {
-            check_name("token_keys.kid", &k.kid)?;
-            if k.secret.len() < 32 {
-                return Err(EngineError::validation(
-                    "token_keys.secret",
-                    format!(
-                        "the secret of token key \"{}\" needs at least 32 characters",
-                        k.kid
-                    ),
-                ));
-            }
-        }
-        let now = self.now();
-        self.inner
-            .store
-            .write(move |conn| {
-                let mut insert = conn.prepare(
-                    "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
-                     VALUES (?1, ?2, 'config', ?3, CASE WHEN ?4 THEN NULL ELSE ?3 END, CASE WHEN ?4 THEN ?3 END) \
-                     ON CONFLICT (kid) DO UPDATE SET secret = excluded.secret, source = 'config', \
-                     retired_at = COALESCE(token_keys.retired_at, excluded.retired_at)",
-                )?;
-                for (i, k) in keys.iter().enumerate() {
-                    // `now + i` keeps the file's order among keys added together.
-                    let at = now + i as Millis;
-                    insert.execute(rusqlite::params![k.kid, k.secret, at, k.retired])?;
-                }
-                Ok(())
-            })
-            .await?;
-        if let Some(ttl) = ttl_ms.filter(|t| *t > 0) {
-            *self.inner.token_ttl_ms.write().expect("lock") = ttl;
-        }
-        self.reload_token_keys().await
-    }
-
-    /// Loads the key ring from the database (another instance or the dashboard may have changed it).
-    pub async fn reload_token_keys(&self) -> Result<()> {
-        let rows = self.token_key_rows().await?;
-        // Ring order: the signing key last (see `KeyRing::signing_key`).
-        let mut ring: Vec<(TokenKeyState, Millis, SigningKey)> = rows
-            .into_iter()
-            .map(
-                |StoredTokenKey {
-                     kid,
-                     secret,
-                     state,
-                     activated_at: activated,
-                     ..
-                 }| {
-                    let signs = matches!(state, TokenKeyState::Signing | TokenKeyState::Verifying);
-                    (
-                        state,
-                        activated.unwrap_or(0),
-                        SigningKey {
-                            kid,
-                            secret,
-                            retired: !signs,
-                        },
-                    )
-                },
-            )
-            .collect();
-        ring.sort_by_key(|(_, at, k)| (!k.retired, *at));
-        *self.inner.tokens.write().expect("lock") =
-            crate::token::KeyRing::new(ring.into_iter().map(|(_, _, k)| k).collect());
-        Ok(())
-    }
-
-    /// Every stored key with its state, read once.
-    async fn token_key_rows(&self) -> Result<Vec<StoredTokenKey>> {
-        let rows: Vec<TokenKeyTuple> = sqlx::query_as(
-            "SELECT kid, secret, source, created_at, activated_at, retired_at FROM token_keys",
-        )
-        .fetch_all(&self.inner.store.read)
-        .await?;
-        let signing = rows
-            .iter()
-            .filter(|(.., a, r)| a.is_some() && r.is_none())
-            .max_by_key(|(.., a, _)| *a)
-            .map(|(kid, ..)| kid.clone());
-        Ok(rows
-            .into_iter()
-            .map(|(kid, secret, source, created_at, activated_at, retired_at)| {
-                let state = if retired_at.is_some() {
-                    TokenKeyState::Retired
-                } else if signing.as_deref() == Some(kid.as_str()) {
-                    TokenKeyState::Signing
-                } else if activated_at.is_some() {
-                    TokenKeyState::Verifying
-                } else {
-                    TokenKeyState::New
-                };
-                StoredTokenKey {
-                    kid,
-                    secret,
-                    source,
-                    created_at,
-                    activated_at,
-                    retired_at,
-                    state,
-                }
-            })
-            .collect())
-    }
-
-    /// The signing keys, without their secrets, newest first.
-    pub async fn token_keys(&self) -> Result<Vec<TokenKeyRow>> {
-        let mut rows = self.token_key_rows().await?;
-        rows.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| a.kid.cmp(&b.kid)));
-        Ok(rows
-            .into_iter()
-            .map(|k| TokenKeyRow {
-                kid: k.kid,
-                state: k.state,
-                source: k.source,
-                created_at: rfc3339(k.created_at),
-                activated_at: opt_time(k.activated_at),
-                retired_at: opt_time(k.retired_at),
-            })
-            .collect())
-    }
-
-    /// Adds a key; without `secret` a random one is generated. With
-    /// `activate` it signs from now on.
-    pub async fn add_token_key(&self, kid: &str, secret: Option<String>, activate: bool) -> Result<()> {
-        let kid = kid.trim().to_string();
-        check_name("kid", &kid)?;
-        let secret = match secret.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()) {
-            Some(s) if s.len() < 32 => {
-                return Err(EngineError::validation(
-                    "secret",
-                    "a signing secret needs at least 32 characters (leave it empty to generate one)",
-                ))
-            }
-            Some(s) => s,
-            None => auth::generate_key(),
-        };
-        let now = self.now();
-        let inserted = self
-            .inner
-            .store
-            .write(move |conn| {
-                let inserted = conn.execute(
-                    "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
-                     VALUES (?, ?, 'dashboard', ?, ?, NULL) ON CONFLICT (kid) DO NOTHING",
-                    rusqlite::params![kid, secret, now, activate.then_some(now)],
-                )?;
-                Ok(inserted == 1)
-            })
-            .await?;
-        if !inserted {
-            return Err(EngineError::validation("kid", "a token key with this kid exists"));
-        }
-        self.reload_token_keys().await
-    }
-
-    /// Makes `kid` the signing key. A retired key cannot come back.
-    pub async fn activate_token_key(&self, kid: &str) -> Result<()> {
-        self.change_token_key(
-            kid,
-            "UPDATE token_keys SET activated_at = ? WHERE kid = ? AND retired_at IS NULL",
-        )
-        .await
-    }
-
-    /// Retires `kid`: it verifies the tokens it signed until they expire, and never signs again.
-    pub async fn retire_token_key(&self, kid: &str) -> Result<()> {
-        self.change_token_key(
-            kid,
-            "UPDATE token_keys SET retired_at = ? WHERE kid = ? AND retired_at IS NULL",
-        )
-        .await
-    }
-
-    async fn change_token_key(&self, kid: &str, sql: &'static str) -> Result<()> {
-        let (k, now) = (kid.to_string(), self.now());
-        let changed = self
-            .inner
-            .store
-            .write(move |conn| Ok(conn.execute(sql, rusqlite::params![now, k])? == 1))
-            .await?;
-        if !changed {
-            let exists: Option<String> = sqlx::query_scalar("SELECT kid FROM token_keys WHERE kid = ?")
-                .bind(kid)
-                .fetch_optional(&self.inner.store.read)
-                .await?;
-            return Err(match exists {
-                None => EngineError::NotFound(format!("no token key \"{kid}\"")),
-                Some(_) => EngineError::Conflict(format!("token key \"{kid}\" is retired")),
-            });
-        }
-        self.reload_token_keys().await
     }
 }
 

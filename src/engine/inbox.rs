@@ -1,6 +1,6 @@
-//! Console-facing reads and sign-in: the inbox of a person (who may decide
-//! what, computed with the same `ApprovalRules::eligibility` the resolve path
-//! uses), who may still vote on a gate, and password sign-in.
+//! Console-facing reads: the inbox of a person (who may decide what,
+//! computed with the same `ApprovalRules::eligibility` the resolve path
+//! uses) and who may still vote on a gate. Sign-in: `sign_in.rs`.
 
 use super::Engine;
 use crate::approval::{agreeing_approvals, approved_data, ApprovalRules, Ballot};
@@ -8,7 +8,6 @@ use crate::clock::{rfc3339, Millis};
 use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
 use crate::ids::TenantRange;
-use crate::passwords;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -439,63 +438,5 @@ impl Engine {
             .fetch_optional(&self.inner.store.read)
             .await?
             .ok_or_else(|| EngineError::NotFound("no such interrupt".into()))
-    }
-
-    // ----- console sign-in ------------------------------------------------------------
-
-    /// Sets (or with `None` clears) a principal's console password hash, an
-    /// argon2 PHC string (see [`crate::passwords::hash`]).
-    pub async fn set_password_hash(&self, principal_id: &str, phc: Option<&str>) -> Result<()> {
-        if let Some(phc) = phc {
-            passwords::check_phc(phc)?;
-        }
-        let (id, phc) = (principal_id.to_string(), phc.map(str::to_string));
-        let changed = self
-            .inner
-            .store
-            .write(move |conn| {
-                Ok(conn.execute(
-                    "UPDATE principals SET password_hash = ? WHERE id = ?",
-                    rusqlite::params![phc, id],
-                )?)
-            })
-            .await?;
-        if changed == 0 {
-            return Err(EngineError::validation(
-                "principal",
-                format!("unknown principal \"{principal_id}\""),
-            ));
-        }
-        Ok(())
-    }
-
-    /// A principal's stored password hash, if they have one.
-    pub async fn password_hash(&self, principal_id: &str) -> Result<Option<String>> {
-        let phc: Option<Option<String>> =
-            sqlx::query_scalar("SELECT password_hash FROM principals WHERE id = ?")
-                .bind(principal_id)
-                .fetch_optional(&self.inner.store.read)
-                .await?;
-        Ok(phc.flatten())
-    }
-
-    /// Checks a console sign-in; the principal when the password matches.
-    /// Unknown names cost as much time as wrong passwords.
-    pub async fn verify_password(&self, principal_id: &str, password: &str) -> Result<Option<Principal>> {
-        let phc: Option<Option<String>> =
-            sqlx::query_scalar("SELECT password_hash FROM principals WHERE id = ?")
-                .bind(principal_id)
-                .fetch_optional(&self.inner.store.read)
-                .await?;
-        let known = phc.as_ref().is_some_and(|p| p.is_some());
-        let phc = phc.flatten().unwrap_or_else(|| passwords::decoy().to_string());
-        let password = password.to_string();
-        let ok = tokio::task::spawn_blocking(move || passwords::verify(&phc, &password))
-            .await
-            .map_err(|e| EngineError::Internal(format!("password check: {e}")))?;
-        if !(ok && known) {
-            return Ok(None);
-        }
-        self.principal(principal_id).await
     }
 }

@@ -149,7 +149,7 @@ impl Engine {
 
     /// Records a callback answered 2xx: sent (`via` the URL scheme), with the status and a summary.
     pub async fn callback_delivered(&self, id: i64, via: &str, status: u16, message: String) -> Result<()> {
-        let (via, now) = (via.to_string(), self.now());
+        let (via, now, message) = (via.to_string(), self.now(), crate::token::redact(&message));
         self.inner
             .store
             .write(move |conn| {
@@ -196,9 +196,11 @@ impl Engine {
         )
     }
 
-    /// Records a delivery.
+    /// Records a delivery. The message is stored with every link's token
+    /// replaced by its id: the outbox never holds a usable link (the mailer
+    /// mints a fresh one at each delivery).
     pub async fn outbox_delivered(&self, id: i64, via: &str, message: String) -> Result<()> {
-        let (via, now) = (via.to_string(), self.now());
+        let (via, now, message) = (via.to_string(), self.now(), crate::token::redact(&message));
         self.inner
             .store
             .write(move |conn| {
@@ -213,7 +215,7 @@ impl Engine {
 
     /// Records a failed attempt; retried with backoff until `MAX_ATTEMPTS`.
     pub async fn outbox_failed(&self, id: i64, error: String) -> Result<()> {
-        let now = self.now();
+        let (now, error) = (self.now(), crate::token::redact(&error));
         self.inner
             .store
             .write(move |conn| {

@@ -173,19 +173,6 @@ pub struct ApiKeyRow {
     pub revoked_at: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[serde(deny_unknown_fields)]
-pub struct TokenKeyRow {
-    pub kid: String,
-    /// signing | verifying | new | retired
-    pub state: String,
-    pub source: String,
-    pub created_at: String,
-    pub activated_at: Option<String>,
-    pub retired_at: Option<String>,
-}
-
 /// One outbox row (an email or a callback) as the dashboard lists it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -256,7 +243,6 @@ pub struct PeopleData {
 #[serde(rename_all = "camelCase")]
 pub struct KeysData {
     pub api_keys: Vec<ApiKeyRow>,
-    pub token_keys: Vec<TokenKeyRow>,
     pub principals: Vec<String>,
     pub scopes: Vec<String>,
     pub flash: Option<Flash>,
@@ -381,11 +367,9 @@ pub async fn load_keys() -> Result<KeysData, ServerFnError> {
     let engine = expect_context::<tollgate::Engine>();
     let me = admin_actor()?;
     let api_keys = engine.api_keys(&me).await.map_err(fail)?;
-    let token_keys = engine.token_keys().await.map_err(fail)?;
     let directory = engine.directory(&me).await.map_err(fail)?;
     Ok(KeysData {
         api_keys: recast(api_keys)?,
-        token_keys: recast(token_keys)?,
         principals: directory.people.into_iter().map(|p| p.principal.id).collect(),
         scopes: tollgate::auth::ALL_SCOPES
             .iter()
@@ -541,15 +525,5 @@ mod tests {
             revoked_at: None,
         };
         let _: ApiKeyRow = recast(key).unwrap();
-        let token = engine::TokenKeyRow {
-            kid: "k".into(),
-            state: engine::TokenKeyState::Signing,
-            source: "config".into(),
-            created_at: "c".into(),
-            activated_at: None,
-            retired_at: None,
-        };
-        let t: TokenKeyRow = recast(token).unwrap();
-        assert_eq!(t.state, "signing");
     }
 }

@@ -693,64 +693,7 @@ fn keys_view(d: KeysData) -> AnyView {
                 <button type="submit" id="key-create" class=BUTTON>"Create key"</button>
             </form>
         </section>
-        <section class=CARD aria-labelledby="token-keys-heading">
-            <h2 id="token-keys-heading" class="text-lg font-semibold">"Token signing keys"</h2>
-            <p class="mt-1 text-sm text-slate-600">"The newest activated key signs interrupt links; every key that is not retired, and retired keys until their links expire, verify. Keys from the configuration file are marked; retiring one here sticks."</p>
-            <div class="mt-3 overflow-x-auto">
-                <table id="token-keys" class=TABLE>
-                    <caption class="sr-only">"Token signing keys"</caption>
-                    {thead(&["Kid", "State", "From", "Added", ""])}
-                    <tbody class="divide-y divide-slate-100">
-                        {d.token_keys.into_iter().map(|k| {
-                            let kid = k.kid.clone();
-                            let can_activate = matches!(k.state.as_str(), "new" | "verifying");
-                            let can_retire = k.state != "retired";
-                            view! {
-                                <tr data-kid=kid.clone() data-state=k.state.clone()>
-                                    <td class=format!("{TD} font-mono")>{kid.clone()}</td>
-                                    <td class=TD>{k.state.clone()}</td>
-                                    <td class=TD>{k.source.clone()}</td>
-                                    <td class=TD><time datetime=k.created_at.clone()>{k.created_at[..10].to_string()}</time></td>
-                                    <td class=format!("{TD} flex gap-2")>
-                                        {can_activate.then(|| view! {
-                                            <form method="post" action="/dashboard/token-keys/activate">
-                                                <input type="hidden" name="kid" value=kid.clone() />
-                                                <button type="submit" class=BUTTON_SECONDARY aria-label=format!("Activate {kid}")>"Activate"</button>
-                                            </form>
-                                        })}
-                                        {can_retire.then(|| view! {
-                                            <form method="post" action="/dashboard/token-keys/retire">
-                                                <input type="hidden" name="kid" value=kid.clone() />
-                                                <button type="submit" class=BUTTON_DANGER aria-label=format!("Retire {kid}")>"Retire"</button>
-                                            </form>
-                                        })}
-                                    </td>
-                                </tr>
-                            }
-                        }).collect_view()}
-                    </tbody>
-                </table>
-            </div>
-            <form method="post" action="/dashboard/token-keys" id="token-key-form" class="mt-6 space-y-4 border-t border-slate-200 pt-4">
-                <h3 class="font-semibold">"Add a key"</h3>
-                <div class="flex flex-wrap gap-4">
-                    <div>
-                        <label for="token-kid" class="block text-sm font-medium text-slate-800">"Kid"</label>
-                        <input id="token-kid" name="kid" type="text" class=INPUT />
-                    </div>
-                    <div class="min-w-64 flex-1">
-                        <label for="token-secret" class="block text-sm font-medium text-slate-800">"Secret"</label>
-                        <input id="token-secret" name="secret" type="password" autocomplete="off" class=INPUT aria-describedby="token-secret-hint" />
-                        <p id="token-secret-hint" class="mt-1 text-xs text-slate-600">"At least 32 characters; leave empty to generate one."</p>
-                    </div>
-                </div>
-                <div class="flex items-center gap-2">
-                    <input id="token-activate" type="checkbox" name="activate" value="1" class="h-4 w-4 rounded border-slate-400" />
-                    <label for="token-activate" class="text-sm font-medium text-slate-800">"Sign new links with it now"</label>
-                </div>
-                <button type="submit" id="token-key-add" class=BUTTON>"Add key"</button>
-            </form>
-        </section>
+        <p id="token-keys-note" class="text-sm text-slate-600">"The keys that sign interrupt links belong to the instance operator: they are kept in the server's configuration and managed with "<code>"tollgate token-key"</code>", not in the dashboard."</p>
     }
     .into_any()
 }

@@ -89,7 +89,9 @@ pub async fn resolve(
 ) -> ApiResult<Response> {
     let started = std::time::Instant::now();
     let result = async {
-        let idem = idempotency(&headers, &format!("resolveInterruptByToken {token}"), &raw)?;
+        // The record names the token by its fingerprint: no usable link is stored.
+        let operation = format!("resolveInterruptByToken {}", tollgate::token::fingerprint(&token));
+        let idem = idempotency(&headers, &operation, &raw)?;
         Ok::<_, ApiError>(
             state
                 .engine

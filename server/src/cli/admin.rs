@@ -1,7 +1,7 @@
 //! Offline commands: they open the database through the engine (`--db`,
 //! `--config`) or need no database at all.
 
-use super::{print_json, read_file, IntentArg, KeyCommand, Remote, UserCommand};
+use super::{print_json, read_file, IntentArg, KeyCommand, Remote, TokenKeyCommand, UserCommand};
 use anyhow::{anyhow, bail};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -41,31 +41,73 @@ async fn open_db(db: &Path) -> anyhow::Result<Engine> {
         .map_err(|e| anyhow!("cannot open {url}: {e}"))
 }
 
+/// The first line of stdin, without its line end; refused when empty.
+fn stdin_line(flag: &str) -> anyhow::Result<String> {
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    let text = line.trim_end_matches(['\r', '\n']);
+    if text.is_empty() {
+        bail!("{flag}: nothing on stdin");
+    }
+    Ok(text.to_string())
+}
+
 pub(super) async fn user(command: UserCommand) -> anyhow::Result<i32> {
-    let UserCommand::Add {
-        db,
-        id,
-        name,
-        email,
-        tenant,
-        groups,
-        roles,
-        is_override,
-        password_stdin,
-    } = command;
+    let (db, id, name, email, tenant, groups, roles, is_override, password_stdin) = match command {
+        UserCommand::Add {
+            db,
+            id,
+            name,
+            email,
+            tenant,
+            groups,
+            roles,
+            is_override,
+            password_stdin,
+        } => (
+            db,
+            id,
+            name,
+            email,
+            tenant,
+            groups,
+            roles,
+            is_override,
+            password_stdin,
+        ),
+        UserCommand::Password {
+            db,
+            id,
+            stdin,
+            remove,
+        } => {
+            let phc = if stdin && !remove {
+                Some(tollgate::passwords::hash(&stdin_line("--stdin")?)?)
+            } else {
+                None
+            };
+            let engine = open_db(&db).await?;
+            engine.set_password_hash(&id, phc.as_deref()).await?;
+            print_json(&json!({ "id": id, "password": phc.is_some() }));
+            eprintln!("Open console sessions of {id} end (on a running server within seconds).");
+            return Ok(0);
+        }
+        UserCommand::Remove { db, id } => {
+            open_db(&db).await?.remove_principal(&id).await?;
+            print_json(&json!({ "id": id, "removed": true }));
+            eprintln!(
+                "{id}'s console sessions end and API keys are revoked (on a running server within seconds)."
+            );
+            return Ok(0);
+        }
+    };
     if id.is_empty() || id.contains('/') || id.chars().any(char::is_whitespace) {
         bail!("--id {id:?}: must be non-empty, without '/' or spaces");
     }
     tollgate::ids::check_tenant_id("--tenant", &tenant)?;
     // Read the password before touching the database.
     let phc = if password_stdin {
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line)?;
-        let password = line.trim_end_matches(['\r', '\n']);
-        if password.is_empty() {
-            bail!("--password-stdin: no password on stdin");
-        }
-        Some(tollgate::passwords::hash(password)?)
+        Some(tollgate::passwords::hash(&stdin_line("--password-stdin")?)?)
     } else {
         None
     };
@@ -161,14 +203,39 @@ pub(super) async fn key(command: KeyCommand) -> anyhow::Result<i32> {
     }
 }
 
+/// `token-key add|activate|retire|revoke|list --db FILE`.
+pub(super) async fn token_key(command: TokenKeyCommand) -> anyhow::Result<i32> {
+    let row = match command {
+        TokenKeyCommand::Add { db, kid, activate } => {
+            tollgate::engine::token_keys::check_kid("kid", &kid).map_err(|e| anyhow!("--{e}"))?;
+            let row = open_db(&db).await?.add_token_key(&kid, activate).await?;
+            eprintln!(
+                "The key's secret was generated and stored in the database; it is never shown. \
+                 A running server picks the key up within 5 seconds."
+            );
+            row
+        }
+        TokenKeyCommand::Activate { db, kid } => open_db(&db).await?.activate_token_key(&kid).await?,
+        TokenKeyCommand::Retire { db, kid } => open_db(&db).await?.retire_token_key(&kid).await?,
+        TokenKeyCommand::Revoke { db, kid } => open_db(&db).await?.revoke_token_key(&kid).await?,
+        TokenKeyCommand::List { db } => {
+            let keys = open_db(&db).await?.token_keys().await?;
+            print_json(&json!({ "keys": keys }));
+            return Ok(0);
+        }
+    };
+    print_json(&json!(row));
+    Ok(0)
+}
+
 /// The configuration's `[[token_keys]]` as the engine takes them.
 pub(crate) fn configured_token_keys(
     config: &crate::config::Config,
-) -> Vec<tollgate::engine::admin::ConfiguredTokenKey> {
+) -> Vec<tollgate::engine::token_keys::ConfiguredTokenKey> {
     config
         .token_keys
         .iter()
-        .map(|k| tollgate::engine::admin::ConfiguredTokenKey {
+        .map(|k| tollgate::engine::token_keys::ConfiguredTokenKey {
             kid: k.kid.clone(),
             secret: k.secret.clone(),
             retired: k.retired,
