@@ -172,9 +172,16 @@ fn is_form_post(req: &Request<Body>) -> bool {
         })
 }
 
-/// The Origin (or, without one, the Referer) must be this server.
+/// The browser's `Sec-Fetch-Site` must say `same-origin`; browsers that do not
+/// send it must name this server in the Origin (or, without one, the Referer).
+/// `Sec-Fetch-Site` comes first because pages are served with
+/// `Referrer-Policy: no-referrer`, under which browsers send `Origin: null`
+/// even for the console's own form posts.
 fn same_origin(state: &AppState, req: &Request<Body>) -> bool {
     let get = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = req.headers().get("sec-fetch-site") {
+        return site == "same-origin";
+    }
     let claimed = match get(header::ORIGIN) {
         Some(o) if o != "null" => o.to_string(),
         _ => match get(header::REFERER) {

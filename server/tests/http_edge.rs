@@ -156,3 +156,32 @@ async fn published_demo_secrets_run_only_a_demo() {
     let err = refused_start(&dir);
     assert!(err.contains("database holds an API key published"), "{err}");
 }
+
+/// Pages say `Referrer-Policy: no-referrer`, so browsers post the console's
+/// own forms with `Origin: null`; `Sec-Fetch-Site` is what tells a same-origin
+/// post from a cross-site one.
+#[tokio::test]
+async fn console_posts_are_judged_by_sec_fetch_site_first() {
+    let (server, _dir) = Server::start_fresh().await;
+    let post = |site: Option<&'static str>, origin: &str| {
+        let mut req = server
+            .client
+            .post(server.url("/signin"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("origin", origin)
+            .body("user=nobody&password=wrong-password&next=%2F");
+        if let Some(site) = site {
+            req = req.header("sec-fetch-site", site);
+        }
+        async move { req.send().await.expect("post").status().as_u16() }
+    };
+    // A same-origin browser post under no-referrer: not refused as cross-site.
+    assert_ne!(post(Some("same-origin"), "null").await, 403);
+    // A cross-site page cannot pass by naming this server's origin.
+    assert_eq!(post(Some("cross-site"), &server.base).await, 403);
+    assert_eq!(post(Some("same-site"), &server.base).await, 403);
+    // Without Sec-Fetch-Site (older browsers, tools) the Origin decides.
+    assert_eq!(post(None, "null").await, 403);
+    assert_eq!(post(None, "http://evil.example").await, 403);
+    assert_ne!(post(None, &server.base).await, 403);
+}
