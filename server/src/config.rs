@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// A demonstration: allows the secrets published in this repository
@@ -267,27 +267,6 @@ fn known_env_keys(base: &Figment) -> (Vec<String>, Vec<String>) {
         }
     }
     (known, warnings)
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            demo: false,
-            server: ServerConfig::default(),
-            database: DatabaseConfig::default(),
-            workflows: WorkflowsConfig::default(),
-            principals: vec![],
-            api_keys: vec![],
-            token_keys: vec![],
-            demo_runs: vec![],
-            demo_notes: vec![],
-            smtp: None,
-            notifications: NotificationsConfig::default(),
-            callbacks: CallbacksConfig::default(),
-            sign_in: tollgate::sign_in::SignInLimits::default(),
-            env_warnings: vec![],
-        }
-    }
 }
 
 impl Config {
