@@ -178,7 +178,7 @@ pub fn parse_run_id(segment: &str) -> Result<String> {
     } else {
         Err(EngineError::validation(
             "runId",
-            "runId: not a run id (tenant~2Fopaque: tenant ^(anon:)?[A-Za-z0-9._~-]{1,128}$, opaque ^[A-Za-z0-9._~-]{16,128}$)",
+            "runId: not a run id (tenant~2Fopaque: tenant ^(anon:)?[A-Za-z0-9._-]{1,128}$, opaque ^[A-Za-z0-9._~-]{16,128}$)",
         ))
     }
 }
@@ -205,11 +205,13 @@ mod tests {
             "acme%2F0123456789abcdef"
         );
         // A `~` in an id travels as ~7E.
-        assert_eq!(encode_path_id("a~b/0123456789abcdef"), "a~7Eb~2F0123456789abcdef");
+        assert_eq!(encode_path_id("ab/0123456789ab~def"), "ab~2F0123456789ab~7Edef");
         assert_eq!(
-            parse_run_id("a~7eb~2F0123456789abcdef").unwrap(),
-            "a~b/0123456789abcdef"
+            parse_run_id("ab~2F0123456789ab~7edef").unwrap(),
+            "ab/0123456789ab~def"
         );
+        // A tenant id never holds a `~`.
+        assert!(parse_run_id("a~7Eb~2F0123456789abcdef").is_err());
     }
 
     #[test]
@@ -337,7 +339,7 @@ mod properties {
 
         #[test]
         fn run_ids_round_trip(
-            tenant in "(anon:)?[A-Za-z0-9._~-]{1,128}",
+            tenant in "(anon:)?[A-Za-z0-9._-]{1,128}",
             opaque in "[A-Za-z0-9._~-]{16,128}",
         ) {
             let id = format!("{tenant}/{opaque}");
