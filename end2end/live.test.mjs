@@ -145,7 +145,9 @@ test('a hydrated inbox shows a new interrupt and drops a decided one without a r
   });
   const policies = [];
   page.on('response', (r) => {
-    if (r.request().resourceType() === 'document') policies.push(r.headers()['content-security-policy'] ?? '');
+    // Pages, not the 303 that a sign-in post answers with.
+    const html = (r.headers()['content-type'] ?? '').startsWith('text/html');
+    if (r.request().resourceType() === 'document' && html) policies.push(r.headers()['content-security-policy'] ?? '');
   });
   await signIn(page, server.url, 'ada');
   assert.equal(new URL(page.url()).pathname, '/');
