@@ -1,6 +1,7 @@
 //! The façade every adapter calls (REST handlers, server functions, CLI,
 //! workers). Each mutating operation is one command on the single writer.
 
+use crate::args;
 use crate::auth::{self, Grant, Scope};
 use crate::clock::{rfc3339, Clock, Millis, SystemClock};
 use crate::definition::{self, SharedWorkflow, Workflow};
@@ -15,7 +16,6 @@ use crate::runtime::{
 };
 use crate::store::{Durability, Store, WriteConn};
 use crate::token::{Claims, Intent, KeyRing, SigningKey};
-use rusqlite::OptionalExtension;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -27,6 +27,7 @@ use tokio::sync::broadcast;
 pub mod admin;
 pub mod inbox;
 pub mod outbox;
+mod peers;
 pub mod sign_in;
 pub mod token_keys;
 
@@ -77,6 +78,8 @@ struct Inner {
     sign_in: sign_in::State,
     /// Callback delivery: `None` refuses `callbackUrl`; `Some` accepts URLs the egress guard passes.
     callbacks: RwLock<Option<crate::egress::EgressPolicy>>,
+    /// The other instances on the same PostgreSQL database (none on SQLite).
+    peers: Option<peers::Peers>,
 }
 
 /// An Idempotency-Key bound to one operation and request body.
@@ -253,6 +256,14 @@ fn workflow_digest(raw: &Value) -> String {
 impl Engine {
     pub async fn open(options: EngineOptions) -> Result<Engine> {
         let store = Store::open(&options.database_url, options.durability).await?;
+        let (peers, listener) = match store.dialect() {
+            crate::store::Dialect::Postgres => {
+                let (peers, listener) =
+                    peers::Peers::start(&options.database_url, store.read.clone()).await?;
+                (Some(peers), Some(listener))
+            }
+            crate::store::Dialect::Sqlite => (None, None),
+        };
         let (notices, _) = broadcast::channel(4096);
         let engine = Engine {
             inner: Arc::new(Inner {
@@ -268,8 +279,12 @@ impl Engine {
                 principals: RwLock::new(HashMap::new()),
                 sign_in: sign_in::State::default(),
                 callbacks: RwLock::new(None),
+                peers,
             }),
         };
+        if let (Some(listener), Some(p)) = (listener, &engine.inner.peers) {
+            peers::spawn_listener(&engine.inner, p.instance.clone(), listener);
+        }
         engine.load_registered().await?;
         engine.reload_token_keys().await?;
         Ok(engine)
@@ -279,7 +294,13 @@ impl Engine {
         self.inner.clock.now_ms()
     }
 
+    /// Wakes this instance's streams on a run and tells the other instances.
     fn notify(&self, run_id: &str) {
+        self.notify_local(run_id);
+        self.publish(peers::Change::Run(run_id.to_string()));
+    }
+
+    fn notify_local(&self, run_id: &str) {
         self.inner
             .changes
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -301,9 +322,7 @@ impl Engine {
     // ----- definitions -------------------------------------------------------
 
     async fn load_registered(&self) -> Result<()> {
-        let rows: Vec<(String, String, String, String)> = sqlx::query_as(
-            "SELECT w.tenant, w.id, w.digest, v.definition FROM workflows w JOIN workflow_versions v ON v.digest = w.digest",
-        )
+        let rows: Vec<(String, String, String, String)> = sqlx::query_as(&self.inner.store.q("SELECT w.tenant, w.id, w.digest, v.definition FROM workflows w JOIN workflow_versions v ON v.digest = w.digest"))
         .fetch_all(&self.inner.store.read)
         .await?;
         for (tenant, id, digest, text) in rows {
@@ -370,13 +389,13 @@ impl Engine {
             .store
             .write(move |conn| {
                 conn.execute(
-                    "INSERT OR IGNORE INTO workflow_versions (digest, workflow_id, definition, registered_at) VALUES (?, ?, ?, ?)",
-                    rusqlite::params![d, id, text, now],
+                    "INSERT INTO workflow_versions (digest, workflow_id, definition, registered_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    args![d, id, text, now],
                 )?;
                 conn.execute(
                     "INSERT INTO workflows (tenant, id, digest, version, name, registered_at) VALUES (?, ?, ?, ?, ?, ?) \
                      ON CONFLICT (tenant, id) DO UPDATE SET digest = excluded.digest, version = excluded.version, name = excluded.name, registered_at = excluded.registered_at",
-                    rusqlite::params![t, id, d, version, name, now],
+                    args![t, id, d, version, name, now],
                 )?;
                 Ok(())
             })
@@ -391,6 +410,7 @@ impl Engine {
             .write()
             .expect("lock")
             .insert((tenant.to_string(), info.id.clone()), digest);
+        self.publish(peers::Change::Workflows);
         Ok(info)
     }
 
@@ -456,11 +476,12 @@ impl Engine {
         if let Some(wf) = self.inner.compiled.read().expect("lock").get(digest) {
             return Ok(wf.clone());
         }
-        let text: String = conn.query_row(
-            "SELECT definition FROM workflow_versions WHERE digest = ?",
-            [digest],
-            |r| r.get(0),
-        )?;
+        let text: String = conn
+            .query_scalar(
+                "SELECT definition FROM workflow_versions WHERE digest = ?",
+                args![digest],
+            )?
+            .ok_or_else(|| EngineError::Internal(format!("workflow version {digest} is not stored")))?;
         let wf = Arc::new(definition::compile(serde_json::from_str(&text)?)?);
         self.inner
             .compiled
@@ -538,7 +559,7 @@ impl Engine {
                 conn.execute(
                     "INSERT INTO principals (id, tenant, name, email, groups, roles, is_override) VALUES (?, ?, ?, ?, ?, ?, ?) \
                      ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, name = excluded.name, email = excluded.email, groups = excluded.groups, roles = excluded.roles, is_override = excluded.is_override",
-                    rusqlite::params![
+                    args![
                         p.id,
                         p.tenant,
                         p.name,
@@ -553,6 +574,9 @@ impl Engine {
             .await;
         // Drop anything cached while the write was in flight.
         self.inner.principals.write().expect("lock").remove(&id);
+        if result.is_ok() {
+            self.publish(peers::Change::Principal(id));
+        }
         result
     }
 
@@ -585,7 +609,10 @@ impl Engine {
 
     async fn load_principal(&self, id: &str) -> Result<Option<Principal>> {
         let row: Option<(String, String, Option<String>, String, String, i64)> = sqlx::query_as(
-            "SELECT tenant, name, email, groups, roles, is_override FROM principals WHERE id = ?",
+            &self
+                .inner
+                .store
+                .q("SELECT tenant, name, email, groups, roles, is_override FROM principals WHERE id = ?"),
         )
         .bind(id)
         .fetch_optional(&self.inner.store.read)
@@ -625,12 +652,13 @@ impl Engine {
                 conn.execute(
                     "INSERT INTO api_keys (key_hash, principal, scopes, label, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL) \
                      ON CONFLICT (key_hash) DO UPDATE SET principal = excluded.principal, scopes = excluded.scopes, label = excluded.label",
-                    rusqlite::params![h, p, scope_text, label, now],
+                    args![h, p, scope_text, label, now],
                 )?;
                 Ok(())
             })
             .await?;
         self.forget_api_key(&hash);
+        self.publish(peers::Change::ApiKey(hash));
         Ok(())
     }
 
@@ -642,7 +670,10 @@ impl Engine {
     /// The grant of a live key, read from the database (`None` if unknown or revoked).
     async fn load_grant(&self, hash: &str) -> Result<Option<Grant>> {
         let row: Option<(String, String)> = sqlx::query_as(
-            "SELECT principal, scopes FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL",
+            &self
+                .inner
+                .store
+                .q("SELECT principal, scopes FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL"),
         )
         .bind(hash)
         .fetch_optional(&self.inner.store.read)
@@ -953,15 +984,11 @@ impl Engine {
     /// A deadline missed while the server was down fires on the first call.
     pub async fn fire_due(&self) -> Result<usize> {
         let now = self.now();
-        let due_interrupts: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT interrupt_id, run_id, node_id FROM interrupts WHERE status = 'pending' AND deadline_at IS NOT NULL AND deadline_at <= ? ORDER BY deadline_at LIMIT 200",
-        )
+        let due_interrupts: Vec<(String, String, String)> = sqlx::query_as(&self.inner.store.q("SELECT interrupt_id, run_id, node_id FROM interrupts WHERE status = 'pending' AND deadline_at IS NOT NULL AND deadline_at <= ? ORDER BY deadline_at LIMIT 200"))
         .bind(now)
         .fetch_all(&self.inner.store.read)
         .await?;
-        let due_delays: Vec<(String, String)> = sqlx::query_as(
-            "SELECT run_id, node_id FROM node_states WHERE due_at IS NOT NULL AND due_at <= ? AND status = 'waiting' ORDER BY due_at LIMIT 200",
-        )
+        let due_delays: Vec<(String, String)> = sqlx::query_as(&self.inner.store.q("SELECT run_id, node_id FROM node_states WHERE due_at IS NOT NULL AND due_at <= ? AND status = 'waiting' ORDER BY due_at LIMIT 200"))
         .bind(now)
         .fetch_all(&self.inner.store.read)
         .await?;
@@ -1017,6 +1044,11 @@ impl Engine {
         let Some(run) = load_run_for_update(conn, &interrupt.run_id)? else {
             return Ok(false);
         };
+        // Read again under the run's lock: another instance may have fired
+        // or resolved it between the first read and the lock.
+        let Some(interrupt) = pending_interrupt_for_update(conn, interrupt_id)? else {
+            return Ok(false);
+        };
         if run.is_terminal() {
             return Ok(false);
         }
@@ -1034,9 +1066,8 @@ impl Engine {
         {
             let audience = interrupt.payload_json()["data"].get("audience").cloned();
             let directory = crate::runtime::load_directory(conn, &tenant)?;
-            let mut insert = conn.prepare_cached("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'escalation', ?, ?, ?, ?, ?, 'pending', ?, ?)")?;
             for p in crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory) {
-                insert.execute(rusqlite::params![
+                conn.execute("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'escalation', ?, ?, ?, ?, ?, 'pending', ?, ?)", args![
                     interrupt.run_id,
                     interrupt.node_id,
                     interrupt.interrupt_id,
@@ -1141,9 +1172,9 @@ impl Engine {
         recipient: &Principal,
         intent: Intent,
     ) -> Result<(String, Millis)> {
-        let interrupt = sqlx::query_as::<_, InterruptRow>(&format!(
+        let interrupt = sqlx::query_as::<_, InterruptRow>(&self.inner.store.q(&format!(
             "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ? AND status = 'pending'"
-        ))
+        )))
         .bind(interrupt_id)
         .fetch_optional(&self.inner.store.read)
         .await?
@@ -1219,18 +1250,19 @@ impl Engine {
     async fn check_token(&self, token: &str) -> Result<(Claims, InterruptRow)> {
         let claims = self.verify_token(token)?;
         let mut conn = self.inner.store.read.acquire().await?;
-        let interrupt = sqlx::query_as::<_, InterruptRow>(&format!(
+        let interrupt = sqlx::query_as::<_, InterruptRow>(&self.inner.store.q(&format!(
             "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ?"
-        ))
+        )))
         .bind(&claims.i)
         .fetch_optional(&mut *conn)
         .await?
         .filter(|i| i.run_id == claims.r && i.node_id == claims.n)
         .ok_or_else(|| EngineError::NotFound("no such interrupt".into()))?;
-        let revoked: Option<i64> = sqlx::query_scalar("SELECT 1 FROM revoked_tokens WHERE jti = ?")
-            .bind(&claims.j)
-            .fetch_optional(&mut *conn)
-            .await?;
+        let revoked: Option<i64> =
+            sqlx::query_scalar(&self.inner.store.q("SELECT 1 FROM revoked_tokens WHERE jti = ?"))
+                .bind(&claims.j)
+                .fetch_optional(&mut *conn)
+                .await?;
         if revoked.is_some() {
             return Err(EngineError::AlreadyResolved("this link was revoked".into()));
         }
@@ -1306,22 +1338,26 @@ impl Engine {
     /// they sign in, or receive links) does; any other principal (a service)
     /// only while it has a live API key with `approvals:respond` or `admin`.
     pub async fn holds_respond(&self, principal_id: &str) -> Result<bool> {
-        let person: Option<bool> = sqlx::query_scalar(
-            "SELECT password_hash IS NOT NULL OR COALESCE(email, '') <> '' FROM principals WHERE id = ?",
-        )
+        let person: Option<i64> = sqlx::query_scalar(&self.inner.store.q(
+            "SELECT CASE WHEN password_hash IS NOT NULL OR COALESCE(email, '') <> '' THEN 1 ELSE 0 END FROM principals WHERE id = ?",
+        ))
         .bind(principal_id)
         .fetch_optional(&self.inner.store.read)
         .await?;
         match person {
             None => return Ok(false),
-            Some(true) => return Ok(true),
-            Some(false) => {}
+            Some(0) => {}
+            Some(_) => return Ok(true),
         }
-        let keys: Vec<String> =
-            sqlx::query_scalar("SELECT scopes FROM api_keys WHERE principal = ? AND revoked_at IS NULL")
-                .bind(principal_id)
-                .fetch_all(&self.inner.store.read)
-                .await?;
+        let keys: Vec<String> = sqlx::query_scalar(
+            &self
+                .inner
+                .store
+                .q("SELECT scopes FROM api_keys WHERE principal = ? AND revoked_at IS NULL"),
+        )
+        .bind(principal_id)
+        .fetch_all(&self.inner.store.read)
+        .await?;
         Ok(keys.into_iter().any(|scopes| {
             auth::parse_scopes(&[scopes])
                 .unwrap_or_default()
@@ -1338,8 +1374,8 @@ impl Engine {
             .store
             .write(move |conn| {
                 conn.execute(
-                    "INSERT OR IGNORE INTO revoked_tokens (jti, revoked_at) VALUES (?, ?)",
-                    rusqlite::params![claims.j, now],
+                    "INSERT INTO revoked_tokens (jti, revoked_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    args![claims.j, now],
                 )?;
                 Ok(())
             })
@@ -1363,9 +1399,7 @@ impl Engine {
     }
 
     async fn read_events(&self, run_id: &str, after: i64, limit: i64) -> Result<Vec<RunEvent>> {
-        let rows = sqlx::query_as::<_, EventRow>(
-            "SELECT run_id, sequence, event_id, type, node_id, payload, timestamp FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
-        )
+        let rows = sqlx::query_as::<_, EventRow>(&self.inner.store.q("SELECT run_id, sequence, event_id, type, node_id, payload, timestamp FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"))
         .bind(run_id)
         .bind(after)
         .bind(limit)
@@ -1420,9 +1454,7 @@ impl Engine {
     }
 
     async fn interrupt_view(&self, row: InterruptRow) -> Result<InterruptView> {
-        let votes: Vec<(String, String, String, Millis, i64, String)> = sqlx::query_as(
-            "SELECT principal, action, eligible_via, decided_at, superseded, resume_value FROM votes WHERE interrupt_id = ? ORDER BY seq",
-        )
+        let votes: Vec<(String, String, String, Millis, i64, String)> = sqlx::query_as(&self.inner.store.q("SELECT principal, action, eligible_via, decided_at, superseded, resume_value FROM votes WHERE interrupt_id = ? ORDER BY seq"))
         .bind(&row.interrupt_id)
         .fetch_all(&self.inner.store.read)
         .await?;
@@ -1507,12 +1539,12 @@ impl Engine {
             filter.limit.min(500)
         };
         let tenant = ids::TenantRange::of(actor.tenant());
-        let rows = sqlx::query_as::<_, InterruptRow>(&format!(
+        let rows = sqlx::query_as::<_, InterruptRow>(&self.inner.store.q(&format!(
             "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE {} \
              AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?) AND (? IS NULL OR kind = ?) \
              ORDER BY created_at DESC LIMIT ?",
             ids::TenantRange::sql("run_id")
-        ))
+        )))
         .bind(&tenant.from)
         .bind(&tenant.to)
         .bind(&filter.status)
@@ -1532,9 +1564,9 @@ impl Engine {
     }
 
     pub async fn overview(&self) -> Result<Overview> {
-        let (runs, pending): (i64, i64) = sqlx::query_as(
+        let (runs, pending): (i64, i64) = sqlx::query_as(&self.inner.store.q(
             "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM interrupts WHERE status = 'pending')",
-        )
+        ))
         .fetch_one(&self.inner.store.read)
         .await?;
         Ok(Overview {
@@ -1554,13 +1586,19 @@ impl Engine {
             .await?
             .ok_or_else(|| EngineError::NotFound(run_id.into()))?;
         let nodes: Vec<(String, String, i64)> = sqlx::query_as(
-            "SELECT node_id, status, visits FROM node_states WHERE run_id = ? ORDER BY node_id",
+            &self
+                .inner
+                .store
+                .q("SELECT node_id, status, visits FROM node_states WHERE run_id = ? ORDER BY node_id"),
         )
         .bind(run_id)
         .fetch_all(&mut *conn)
         .await?;
         let interrupts: Vec<(String, String)> = sqlx::query_as(
-            "SELECT interrupt_id, status FROM interrupts WHERE run_id = ? ORDER BY interrupt_id",
+            &self
+                .inner
+                .store
+                .q("SELECT interrupt_id, status FROM interrupts WHERE run_id = ? ORDER BY interrupt_id"),
         )
         .bind(run_id)
         .fetch_all(&mut *conn)
@@ -1583,14 +1621,19 @@ where
             replayed: false,
         });
     };
-    let stored: Option<(String, String)> = conn
-        .prepare_cached(
-            "SELECT digest, outcome FROM idempotency WHERE tenant = ? AND operation = ? AND key = ?",
-        )?
-        .query_row([tenant, &idem.operation, &idem.key], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()?;
+    if conn.dialect() == crate::store::Dialect::Postgres {
+        // Two instances given the same key at once: the second waits here for
+        // the first to commit, then replays its record.
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(? || '/' || ? || '/' || ?, 0))",
+            args![tenant, idem.operation, idem.key],
+        )?;
+    }
+    let stored: Option<(String, String)> = conn.query_opt(
+        "SELECT digest, outcome FROM idempotency WHERE tenant = ? AND operation = ? AND key = ?",
+        args![tenant, idem.operation, idem.key],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     if let Some((digest, outcome)) = stored {
         if digest != idem.digest {
             return Ok(Outcome {
@@ -1616,14 +1659,17 @@ where
     };
     if keep {
         let stored: std::result::Result<&T, &EngineError> = result.as_ref();
-        conn.prepare_cached("INSERT INTO idempotency (tenant, operation, key, digest, outcome, created_at) VALUES (?, ?, ?, ?, ?, strftime('%s','now') * 1000)")?
-            .execute(rusqlite::params![
+        conn.execute(
+            "INSERT INTO idempotency (tenant, operation, key, digest, outcome, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            args![
                 tenant,
                 idem.operation,
                 idem.key,
                 idem.digest,
-                serde_json::to_string(&stored)?
-            ])?;
+                serde_json::to_string(&stored)?,
+                crate::clock::SystemClock.now_ms()
+            ],
+        )?;
     }
     Ok(Outcome {
         result,

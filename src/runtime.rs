@@ -4,6 +4,7 @@
 //! transaction, so a command is one atomic step.
 
 use crate::approval::{self, Ballot, OnTimeout, Verdict};
+use crate::args;
 use crate::clock::Millis;
 use crate::contract::Contract;
 use crate::definition::{resolve_inputs, NodeBehaviour, TriggerRule, Workflow};
@@ -11,11 +12,9 @@ use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
 use crate::ids;
 use crate::interrupt::{reentry_key, InterruptKind};
-use crate::store::WriteConn;
-use rusqlite::types::Value as SqlValue;
-use rusqlite::OptionalExtension;
+use crate::store::{Dialect, Row, Val, WriteConn};
 use serde_json::{json, Map, Value};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::LazyLock;
 
@@ -49,34 +48,35 @@ pub(crate) const RUN_COLUMNS: &str = "run_id, tenant, workflow_id, workflow_dige
 
 impl RunRow {
     /// Reads a row selected with [`RUN_COLUMNS`] (and optionally `nodes_json`) on the writer.
-    fn from_write_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    fn from_write_row(row: &Row) -> Result<RunRow> {
         Ok(RunRow {
-            run_id: row.get("run_id")?,
-            tenant: row.get("tenant")?,
-            workflow_id: row.get("workflow_id")?,
-            workflow_digest: row.get("workflow_digest")?,
-            status: row.get("status")?,
-            owner: row.get("owner")?,
-            current_node_id: row.get("current_node_id")?,
-            error: row.get("error")?,
-            inputs: row.get("inputs")?,
-            configurable: row.get("configurable")?,
-            tags: row.get("tags")?,
-            metadata: row.get("metadata")?,
-            callback_url: row.get("callback_url")?,
-            next_sequence: row.get("next_sequence")?,
-            created_at: row.get("created_at")?,
-            completed_at: row.get("completed_at")?,
-            nodes_json: optional_column(row, "nodes_json")?,
+            run_id: row.get(0)?,
+            tenant: row.get(1)?,
+            workflow_id: row.get(2)?,
+            workflow_digest: row.get(3)?,
+            status: row.get(4)?,
+            owner: row.get(5)?,
+            current_node_id: row.get(6)?,
+            error: row.get(7)?,
+            inputs: row.get(8)?,
+            configurable: row.get(9)?,
+            tags: row.get(10)?,
+            metadata: row.get(11)?,
+            callback_url: row.get(12)?,
+            next_sequence: row.get(13)?,
+            created_at: row.get(14)?,
+            completed_at: row.get(15)?,
+            nodes_json: optional_column(row, 16)?,
         })
     }
 }
 
-/// A column that only some queries select.
-fn optional_column(row: &rusqlite::Row<'_>, name: &str) -> rusqlite::Result<Option<String>> {
-    match row.as_ref().column_index(name) {
-        Ok(i) => row.get(i),
-        Err(_) => Ok(None),
+/// A column that only some queries select (after the fixed ones).
+fn optional_column(row: &Row, index: usize) -> Result<Option<String>> {
+    if index < row.values.len() {
+        row.get(index)
+    } else {
+        Ok(None)
     }
 }
 
@@ -167,27 +167,27 @@ pub(crate) const INTERRUPT_COLUMNS: &str = "interrupt_id, run_id, node_id, key, 
 
 impl InterruptRow {
     /// Reads a row selected with [`INTERRUPT_COLUMNS`] (and optionally `votes_json`) on the writer.
-    fn from_write_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<InterruptRow> {
+    fn from_write_row(row: &Row) -> Result<InterruptRow> {
         Ok(InterruptRow {
-            interrupt_id: row.get("interrupt_id")?,
-            run_id: row.get("run_id")?,
-            node_id: row.get("node_id")?,
-            key: row.get("key")?,
-            visit: row.get("visit")?,
-            kind: row.get("kind")?,
-            status: row.get("status")?,
-            payload: row.get("payload")?,
-            contract: row.get("contract")?,
-            request: row.get("request")?,
-            eligibility: row.get("eligibility")?,
-            workflow_id: row.get("workflow_id")?,
-            title: row.get("title")?,
-            owner_subject: row.get("owner_subject")?,
-            created_at: row.get("created_at")?,
-            deadline_at: row.get("deadline_at")?,
-            resolved_at: row.get("resolved_at")?,
-            resolution: row.get("resolution")?,
-            votes_json: optional_column(row, "votes_json")?,
+            interrupt_id: row.get(0)?,
+            run_id: row.get(1)?,
+            node_id: row.get(2)?,
+            key: row.get(3)?,
+            visit: row.get(4)?,
+            kind: row.get(5)?,
+            status: row.get(6)?,
+            payload: row.get(7)?,
+            contract: row.get(8)?,
+            request: row.get(9)?,
+            eligibility: row.get(10)?,
+            workflow_id: row.get(11)?,
+            title: row.get(12)?,
+            owner_subject: row.get(13)?,
+            created_at: row.get(14)?,
+            deadline_at: row.get(15)?,
+            resolved_at: row.get(16)?,
+            resolution: row.get(17)?,
+            votes_json: optional_column(row, 18)?,
         })
     }
 
@@ -205,9 +205,10 @@ impl InterruptRow {
     }
 }
 
-pub(crate) async fn load_run(conn: &mut SqliteConnection, run_id: &str) -> Result<Option<RunRow>> {
+pub(crate) async fn load_run(conn: &mut AnyConnection, run_id: &str) -> Result<Option<RunRow>> {
+    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?");
     Ok(
-        sqlx::query_as::<_, RunRow>(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?"))
+        sqlx::query_as::<_, RunRow>(&crate::store::any_dialect(conn).placeholders(&sql))
             .bind(run_id)
             .fetch_optional(conn)
             .await?,
@@ -216,10 +217,19 @@ pub(crate) async fn load_run(conn: &mut SqliteConnection, run_id: &str) -> Resul
 
 // Statements the writer runs on every command, built once (they splice in
 // the column lists) so the hot path neither formats nor allocates SQL text.
+// Each loads related rows as one JSON column, in one round trip.
 static LOAD_RUN_FOR_UPDATE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {RUN_COLUMNS}, (SELECT json_group_array(json_array(node_id, status, visits, output, pending_in, due_at, waiting)) \
          FROM node_states WHERE node_states.run_id = runs.run_id) AS nodes_json FROM runs WHERE run_id = ?"
+    )
+});
+/// The run row stays locked until the command commits: commands on one run
+/// from any instance take turns, and each sees what the previous one wrote.
+static LOAD_RUN_FOR_UPDATE_PG: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {RUN_COLUMNS}, (SELECT json_agg(json_build_array(node_id, status, visits, output, pending_in, due_at, waiting))::text \
+         FROM node_states WHERE node_states.run_id = runs.run_id) AS nodes_json FROM runs WHERE run_id = $1 FOR UPDATE"
     )
 });
 /// The newest interrupt of a node with its votes as JSON (`votes_json`).
@@ -231,6 +241,19 @@ static LATEST_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
          FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
     )
 });
+static LATEST_INTERRUPT_PG: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_agg(json_build_array(v.principal, v.action, v.superseded, COALESCE(p.is_override, 0), v.resume_value::json) ORDER BY v.seq)::text \
+           FROM votes v LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = interrupts.interrupt_id) AS votes_json \
+         FROM interrupts WHERE run_id = $1 AND node_id = $2 ORDER BY visit DESC LIMIT 1"
+    )
+});
+fn latest_interrupt_sql(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => &LATEST_INTERRUPT,
+        Dialect::Postgres => &LATEST_INTERRUPT_PG,
+    }
+}
 static PENDING_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
     format!("SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ? AND status = 'pending'")
 });
@@ -243,36 +266,40 @@ static INSERT_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// The run with its node states, in one statement (the writer's hot path).
+/// The run with its node states, in one statement (the writer's hot path),
+/// locked for this command where the back end has row locks.
 pub(crate) fn load_run_for_update(conn: &WriteConn, run_id: &str) -> Result<Option<RunRow>> {
-    Ok(conn
-        .prepare_cached(&LOAD_RUN_FOR_UPDATE)?
-        .query_row([run_id], RunRow::from_write_row)
-        .optional()?)
+    let sql: &str = match conn.dialect() {
+        Dialect::Sqlite => &LOAD_RUN_FOR_UPDATE,
+        Dialect::Postgres => &LOAD_RUN_FOR_UPDATE_PG,
+    };
+    conn.query_opt(sql, args![run_id], RunRow::from_write_row)
 }
 
 pub(crate) async fn latest_interrupt(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     run_id: &str,
     node_id: &str,
 ) -> Result<Option<InterruptRow>> {
-    Ok(sqlx::query_as::<_, InterruptRow>(&LATEST_INTERRUPT)
+    let sql = latest_interrupt_sql(crate::store::any_dialect(conn));
+    Ok(sqlx::query_as::<_, InterruptRow>(sql)
         .bind(run_id)
         .bind(node_id)
         .fetch_optional(conn)
         .await?)
 }
 
-/// [`latest_interrupt`] on the writer, inside a command.
+/// [`latest_interrupt`] on the writer, inside a command (after the run is locked).
 pub(crate) fn latest_interrupt_for_update(
     conn: &WriteConn,
     run_id: &str,
     node_id: &str,
 ) -> Result<Option<InterruptRow>> {
-    Ok(conn
-        .prepare_cached(&LATEST_INTERRUPT)?
-        .query_row([run_id, node_id], InterruptRow::from_write_row)
-        .optional()?)
+    conn.query_opt(
+        latest_interrupt_sql(conn.dialect()),
+        args![run_id, node_id],
+        InterruptRow::from_write_row,
+    )
 }
 
 /// A pending interrupt by id, on the writer.
@@ -280,10 +307,11 @@ pub(crate) fn pending_interrupt_for_update(
     conn: &WriteConn,
     interrupt_id: &str,
 ) -> Result<Option<InterruptRow>> {
-    Ok(conn
-        .prepare_cached(&PENDING_INTERRUPT)?
-        .query_row([interrupt_id], InterruptRow::from_write_row)
-        .optional()?)
+    conn.query_opt(
+        &PENDING_INTERRUPT,
+        args![interrupt_id],
+        InterruptRow::from_write_row,
+    )
 }
 
 /// What a run start needs besides the definition.
@@ -300,7 +328,7 @@ pub struct NewRun {
 
 /// One command's view of one run.
 pub(crate) struct Exec<'a> {
-    conn: &'a WriteConn,
+    conn: &'a WriteConn<'a>,
     wf: &'a Workflow,
     pub run: RunRow,
     nodes: HashMap<String, NodeState>,
@@ -316,14 +344,13 @@ pub(crate) struct Exec<'a> {
 
 impl<'a> Exec<'a> {
     /// Loads a run's scheduler state.
-    pub fn load(conn: &'a WriteConn, wf: &'a Workflow, run: RunRow, now: Millis) -> Result<Exec<'a>> {
+    pub fn load(conn: &'a WriteConn<'a>, wf: &'a Workflow, run: RunRow, now: Millis) -> Result<Exec<'a>> {
         let rows = match run.nodes_json.as_deref() {
             Some(text) => parse_node_rows(text)?,
-            None => conn
-                .prepare_cached(
-                    "SELECT node_id, status, visits, output, pending_in, due_at, waiting FROM node_states WHERE run_id = ?",
-                )?
-                .query_map([&run.run_id], |r| {
+            None => conn.query_map(
+                "SELECT node_id, status, visits, output, pending_in, due_at, waiting FROM node_states WHERE run_id = ?",
+                args![run.run_id],
+                |r| {
                     Ok(NodeRow {
                         node_id: r.get(0)?,
                         status: r.get(1)?,
@@ -333,8 +360,8 @@ impl<'a> Exec<'a> {
                         due_at: r.get(5)?,
                         waiting: r.get(6)?,
                     })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?,
+                },
+            )?,
         };
         let mut nodes = HashMap::with_capacity(wf.nodes.len());
         for r in rows {
@@ -368,7 +395,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Creates the run row, emits `run.started` and fires the root nodes.
-    pub fn start(conn: &'a WriteConn, wf: &'a Workflow, new: NewRun, now: Millis) -> Result<Exec<'a>> {
+    pub fn start(conn: &'a WriteConn<'a>, wf: &'a Workflow, new: NewRun, now: Millis) -> Result<Exec<'a>> {
         let run = RunRow {
             tenant: ids::tenant_of(&new.run_id).to_string(),
             run_id: new.run_id,
@@ -388,24 +415,27 @@ impl<'a> Exec<'a> {
             completed_at: None,
             nodes_json: None,
         };
-        conn.prepare_cached(&INSERT_RUN)?.execute(rusqlite::params![
-            run.run_id,
-            run.tenant,
-            run.workflow_id,
-            run.workflow_digest,
-            run.status,
-            run.owner,
-            run.current_node_id,
-            run.error,
-            run.inputs,
-            run.configurable,
-            run.tags,
-            run.metadata,
-            run.callback_url,
-            run.next_sequence,
-            run.created_at,
-            run.completed_at,
-        ])?;
+        conn.execute(
+            &INSERT_RUN,
+            args![
+                run.run_id,
+                run.tenant,
+                run.workflow_id,
+                run.workflow_digest,
+                run.status,
+                run.owner,
+                run.current_node_id,
+                run.error,
+                run.inputs,
+                run.configurable,
+                run.tags,
+                run.metadata,
+                run.callback_url,
+                run.next_sequence,
+                run.created_at,
+                run.completed_at,
+            ],
+        )?;
         let recursion_limit = run.recursion_limit();
         let mut exec = Exec {
             conn,
@@ -1031,7 +1061,7 @@ impl<'a> Exec<'a> {
 /// the end (each statement prepared once per connection).
 #[derive(Default)]
 pub(crate) struct Batch {
-    statements: Vec<(&'static str, Vec<SqlValue>)>,
+    statements: Vec<(&'static str, Vec<Val>)>,
 }
 
 impl Batch {
@@ -1044,7 +1074,7 @@ impl Batch {
         self.statements.push((statement, Vec::new()));
         self
     }
-    fn arg(&mut self, v: SqlValue) -> &mut Self {
+    fn arg(&mut self, v: Val) -> &mut Self {
         self.statements
             .last_mut()
             .expect("sql() before arguments")
@@ -1053,21 +1083,20 @@ impl Batch {
         self
     }
     pub fn text(&mut self, v: impl Into<String>) -> &mut Self {
-        self.arg(SqlValue::Text(v.into()))
+        self.arg(Val::Text(Some(v.into())))
     }
     pub fn opt_text(&mut self, v: Option<String>) -> &mut Self {
-        self.arg(v.map_or(SqlValue::Null, SqlValue::Text))
+        self.arg(Val::Text(v))
     }
     pub fn int(&mut self, v: i64) -> &mut Self {
-        self.arg(SqlValue::Integer(v))
+        self.arg(Val::Int(Some(v)))
     }
     pub fn opt_int(&mut self, v: Option<i64>) -> &mut Self {
-        self.arg(v.map_or(SqlValue::Null, SqlValue::Integer))
+        self.arg(Val::Int(v))
     }
     pub fn execute(self, conn: &WriteConn) -> Result<()> {
         for (sql, args) in self.statements {
-            conn.prepare_cached(sql)?
-                .execute(rusqlite::params_from_iter(args))?;
+            conn.execute(sql, &args)?;
         }
         Ok(())
     }
@@ -1282,12 +1311,11 @@ pub(crate) fn decide(
 
 /// The tenant's principals that have an email address.
 pub(crate) fn load_directory(conn: &WriteConn, tenant: &str) -> Result<Vec<Principal>> {
-    let rows: Vec<(String, String, Option<String>, String, String, i64)> = conn
-        .prepare_cached(
-            "SELECT id, name, email, groups, roles, is_override FROM principals WHERE tenant = ? AND email IS NOT NULL AND email <> '' ORDER BY id",
-        )?
-        .query_map([tenant], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
-        .collect::<rusqlite::Result<_>>()?;
+    let rows: Vec<(String, String, Option<String>, String, String, i64)> = conn.query_map(
+        "SELECT id, name, email, groups, roles, is_override FROM principals WHERE tenant = ? AND email IS NOT NULL AND email <> '' ORDER BY id",
+        args![tenant],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+    )?;
     Ok(rows
         .into_iter()
         .map(|(id, name, email, groups, roles, o)| Principal {

@@ -14,9 +14,23 @@ struct Fixture {
 }
 
 async fn open_at(path: &Path, clock: ManualClock) -> Engine {
-    let mut opts = EngineOptions::new(format!("sqlite://{}", path.display()));
+    let mut opts = EngineOptions::new(tollgate::store::testing::database_url(path).await.unwrap());
     opts.clock = Arc::new(clock);
     Engine::open(opts).await.unwrap()
+}
+
+/// Undelivered messages of `kind`, oldest first (a view: nothing is claimed).
+async fn pending_of(engine: &Engine, kind: &str) -> Vec<tollgate::engine::outbox::OutboxItem> {
+    let mut items = engine
+        .outbox_list(&tollgate::engine::outbox::OutboxFilter {
+            kind: Some(kind.into()),
+            status: Some("pending".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    items.sort_by_key(|i| i.id);
+    items
 }
 
 async fn fixture() -> Fixture {
@@ -1411,11 +1425,11 @@ async fn callbacks_are_queued_with_the_interrupt_and_the_run_end_in_the_same_ste
             .await
             .is_err()
     );
-    assert_eq!(f.engine.outbox_due_of("callback", 10).await.unwrap().len(), 1);
+    assert_eq!(pending_of(&f.engine, "callback").await.len(), 1);
     resolve(&f.engine, &run, "gate", "owner", json!({"action": "accept"}))
         .await
         .unwrap();
-    let due = f.engine.outbox_due_of("callback", 10).await.unwrap();
+    let due = pending_of(&f.engine, "callback").await;
     assert_eq!(due.len(), 2);
     let end: Value = serde_json::from_str(due[1].body.as_deref().unwrap()).unwrap();
     assert_eq!(end["type"], "run.completed");
@@ -1949,4 +1963,66 @@ async fn tenants_one_character_apart_see_nothing_of_each_other() {
             .await,
         Err(EngineError::Validation { .. })
     ));
+}
+
+#[tokio::test]
+async fn outbox_claims_are_leased_and_taken_over_when_the_lease_runs_out() {
+    let f = fixture().await;
+    for id in ["fin1", "fin2"] {
+        f.engine
+            .upsert_principal(Principal {
+                id: id.into(),
+                tenant: "acme".into(),
+                name: id.into(),
+                email: Some(format!("{id}@example.com")),
+                groups: vec!["finance".into()],
+                roles: vec![],
+                is_override: false,
+            })
+            .await
+            .unwrap();
+    }
+    register(&f.engine, json!({"id": "mail", "nodes": [gate("gate", json!({"title": "M", "actions": ["accept"], "approverGroupRefs": ["finance"]}))]})).await;
+    for _ in 0..2 {
+        start(&f.engine, "mail", json!({})).await;
+    }
+    let all = pending_of(&f.engine, "email").await;
+    assert_eq!(all.len(), 4);
+    // Two pollers at once (two instances): disjoint claims covering the due messages.
+    let (a, b) = tokio::join!(f.engine.outbox_due(2), f.engine.outbox_due(100));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let mut ids: Vec<i64> = a.iter().chain(&b).map(|i| i.id).collect();
+    ids.sort();
+    let before = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), before, "a message was claimed twice");
+    assert_eq!(ids, all.iter().map(|i| i.id).collect::<Vec<_>>());
+    assert!(f.engine.outbox_due(100).await.unwrap().is_empty(), "all are held");
+    // A failed attempt gives the message back after its backoff, not the lease.
+    f.engine.outbox_failed(ids[0], "smtp down".into()).await.unwrap();
+    f.clock.advance(tollgate::engine::outbox::backoff_ms(1));
+    let retried = f.engine.outbox_due(100).await.unwrap();
+    assert_eq!(retried.iter().map(|i| i.id).collect::<Vec<_>>(), vec![ids[0]]);
+    // The holder died: the rest come back when the lease runs out, once.
+    f.clock.advance(tollgate::engine::outbox::OUTBOX_LEASE_MS);
+    let taken_over: Vec<i64> = f
+        .engine
+        .outbox_due(100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(taken_over, ids, "every unrecorded claim is taken over");
+    for id in &ids {
+        f.engine
+            .outbox_delivered(*id, "smtp", "sent".into())
+            .await
+            .unwrap();
+    }
+    f.clock.advance(tollgate::engine::outbox::OUTBOX_LEASE_MS);
+    assert!(
+        f.engine.outbox_due(100).await.unwrap().is_empty(),
+        "delivered is never claimed again"
+    );
 }

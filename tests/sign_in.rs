@@ -11,7 +11,11 @@ const T0: i64 = 1_800_000_000_000;
 async fn fixture() -> (Engine, ManualClock, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(T0);
-    let mut opts = EngineOptions::new(format!("sqlite://{}", dir.path().join("s.db").display()));
+    let mut opts = EngineOptions::new(
+        tollgate::store::testing::database_url(&dir.path().join("s.db"))
+            .await
+            .unwrap(),
+    );
     opts.clock = Arc::new(clock.clone());
     let engine = Engine::open(opts).await.unwrap();
     for id in ["ann", "bob"] {
@@ -125,7 +129,11 @@ async fn sessions_follow_the_password_generation() {
     assert!(engine.session_principal("ann", g2).await.unwrap().is_some());
 
     // Another process (the CLI) removes the password: seen after the recheck time.
-    let mut opts = EngineOptions::new(format!("sqlite://{}", dir.path().join("s.db").display()));
+    let mut opts = EngineOptions::new(
+        tollgate::store::testing::database_url(&dir.path().join("s.db"))
+            .await
+            .unwrap(),
+    );
     opts.clock = Arc::new(clock.clone());
     let cli = Engine::open(opts).await.unwrap();
     cli.set_password_hash("ann", None).await.unwrap();

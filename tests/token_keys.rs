@@ -28,7 +28,9 @@ async fn open(url: &str, clock: &ManualClock) -> Engine {
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(T0);
-    let url = format!("sqlite://{}", dir.path().join("k.db").display());
+    let url = tollgate::store::testing::database_url(&dir.path().join("k.db"))
+        .await
+        .unwrap();
     let engine = open(&url, &clock).await;
     engine
         .upsert_principal(Principal {

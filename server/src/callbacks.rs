@@ -176,11 +176,19 @@ pub async fn run(engine: Engine, config: Arc<Config>) {
         timeout: Duration::from_millis(config.callbacks.timeout_ms),
         resolver: Arc::new(SystemResolver),
     };
+    // Claimed a few at a time, so that at the timeout each is delivered
+    // before the claim's lease runs out.
+    let batch = (tollgate::engine::outbox::OUTBOX_LEASE_MS / (config.callbacks.timeout_ms.max(1) as i64 * 2))
+        .clamp(1, 20);
     loop {
-        match engine.outbox_due_of("callback", 20).await {
+        match engine.outbox_due_of("callback", batch).await {
             Ok(items) => {
+                let full = items.len() as i64 == batch;
                 for item in items {
                     deliverer.deliver(&engine, &item).await;
+                }
+                if full {
+                    continue;
                 }
             }
             Err(e) => tracing::error!(error = %e, "reading the outbox failed"),

@@ -50,10 +50,16 @@ pub async fn run(engine: Engine, config: Arc<Config>) {
                 tracing::error!(error = %e, "queueing reminders failed");
             }
         }
-        match engine.outbox_due(50).await {
+        // A claim holds its messages for the outbox lease: few enough that
+        // even at the SMTP timeout each is sent before the lease runs out.
+        match engine.outbox_due(MAIL_BATCH).await {
             Ok(items) => {
+                let full = items.len() as i64 == MAIL_BATCH;
                 for item in items {
                     deliver(&engine, &config, smtp.as_ref(), item).await;
+                }
+                if full {
+                    continue;
                 }
             }
             Err(e) => tracing::error!(error = %e, "reading the outbox failed"),
@@ -64,6 +70,9 @@ pub async fn run(engine: Engine, config: Arc<Config>) {
         .await;
     }
 }
+
+/// Messages claimed at a time (see `OUTBOX_LEASE_MS`: 5 × the 20 s SMTP timeout fits).
+const MAIL_BATCH: i64 = 5;
 
 async fn deliver(
     engine: &Engine,

@@ -1,5 +1,6 @@
-//! Console sessions: tower-sessions with its SQLite store in the engine's
-//! database file, the signed-in principal put into request extensions, a
+//! Console sessions: tower-sessions with its sqlx store in the engine's
+//! database (SQLite file or PostgreSQL, so every instance sees every
+//! session), the signed-in principal put into request extensions, a
 //! sign-in redirect for console pages, and the CSRF check on console posts
 //! (SameSite=Lax cookies plus an Origin/Referer check).
 
@@ -9,15 +10,17 @@ use axum::extract::{Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
+use sqlx::postgres::PgPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use std::str::FromStr;
 use std::time::Duration;
 use tollgate_app::admin::api::{Flash, FlashMessage};
 use tollgate_app::api::SignedIn;
 use tower_sessions::cookie::SameSite;
-use tower_sessions::session_store::ExpiredDeletion;
+use tower_sessions::session::{Id, Record};
+use tower_sessions::session_store::{self, ExpiredDeletion, SessionStore};
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
-use tower_sessions_sqlx_store::SqliteStore;
+use tower_sessions_sqlx_store::{PostgresStore, SqliteStore};
 
 /// The session key holding the principal id.
 pub const PRINCIPAL_KEY: &str = "principal";
@@ -27,18 +30,76 @@ pub const GENERATION_KEY: &str = "password_generation";
 /// Sessions end after this long without a request.
 pub const IDLE_HOURS: i64 = 12;
 
-/// The session layer; sessions live in the `tower_sessions` table of the
-/// engine's database (a pool of its own on the same file).
-pub async fn layer(database_url: &str, secure: bool) -> anyhow::Result<SessionManagerLayer<SqliteStore>> {
-    let options = SqliteConnectOptions::from_str(database_url)?
-        .create_if_missing(true)
-        .busy_timeout(Duration::from_secs(10));
-    let pool = SqlitePoolOptions::new()
-        .max_connections(4)
-        .connect_with(options)
-        .await?;
-    let store = SqliteStore::new(pool);
-    store.migrate().await?;
+/// Sessions in the engine's database, whichever back end it is.
+#[derive(Debug, Clone)]
+pub enum DbSessionStore {
+    Sqlite(SqliteStore),
+    Postgres(PostgresStore),
+}
+
+#[async_trait::async_trait]
+impl SessionStore for DbSessionStore {
+    async fn create(&self, record: &mut Record) -> session_store::Result<()> {
+        match self {
+            DbSessionStore::Sqlite(s) => s.create(record).await,
+            DbSessionStore::Postgres(s) => s.create(record).await,
+        }
+    }
+    async fn save(&self, record: &Record) -> session_store::Result<()> {
+        match self {
+            DbSessionStore::Sqlite(s) => s.save(record).await,
+            DbSessionStore::Postgres(s) => s.save(record).await,
+        }
+    }
+    async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
+        match self {
+            DbSessionStore::Sqlite(s) => s.load(id).await,
+            DbSessionStore::Postgres(s) => s.load(id).await,
+        }
+    }
+    async fn delete(&self, id: &Id) -> session_store::Result<()> {
+        match self {
+            DbSessionStore::Sqlite(s) => s.delete(id).await,
+            DbSessionStore::Postgres(s) => s.delete(id).await,
+        }
+    }
+}
+
+impl DbSessionStore {
+    async fn open(database_url: &str) -> anyhow::Result<DbSessionStore> {
+        if database_url.starts_with("postgres://") || database_url.starts_with("postgresql://") {
+            let pool = PgPoolOptions::new()
+                .max_connections(4)
+                .connect(database_url)
+                .await?;
+            let store = PostgresStore::new(pool);
+            store.migrate().await?;
+            return Ok(DbSessionStore::Postgres(store));
+        }
+        let options = SqliteConnectOptions::from_str(database_url)?
+            .create_if_missing(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
+        let store = SqliteStore::new(pool);
+        store.migrate().await?;
+        Ok(DbSessionStore::Sqlite(store))
+    }
+
+    async fn delete_expired(&self) -> session_store::Result<()> {
+        match self {
+            DbSessionStore::Sqlite(s) => s.delete_expired().await,
+            DbSessionStore::Postgres(s) => s.delete_expired().await,
+        }
+    }
+}
+
+/// The session layer; sessions live in the engine's database (a pool of
+/// their own on it).
+pub async fn layer(database_url: &str, secure: bool) -> anyhow::Result<SessionManagerLayer<DbSessionStore>> {
+    let store = DbSessionStore::open(database_url).await?;
     let sweeper = store.clone();
     tokio::spawn(async move {
         loop {

@@ -252,8 +252,8 @@ fn cli(args: &[&str], stdin: Option<&str>) {
 #[tokio::test]
 async fn directory_changes_by_the_cli_end_sessions_within_seconds() {
     let (s, dir) = start("account_attempts = 100\naddress_attempts = 100").await;
-    let db = dir.dir.path().join("t.db");
-    let db = db.to_str().unwrap();
+    let db = dir.db_url();
+    let db = db.as_str();
     let c = client("127.0.0.1");
     let ann = signed_in(&sign_in(&s, &c, "ann", ANN_PASS, None).await);
     let ann_again = signed_in(&sign_in(&s, &c, "ann", ANN_PASS, None).await);

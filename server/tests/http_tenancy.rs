@@ -33,7 +33,8 @@ fn config(dir: &TestDir) -> String {
         .join("../workflows/conformance")
         .canonicalize()
         .expect("conformance fixtures");
-    let db = format!("sqlite://{}", dir.dir.path().join("t.db").display());
+    let db =
+        tollgate::store::testing::database_url_blocking(&dir.dir.path().join("t.db")).expect("test database");
     let phc = tollgate::passwords::hash(PASSWORD).expect("hash");
     let mut principals = String::new();
     for (id, tenant, groups, roles, person) in [

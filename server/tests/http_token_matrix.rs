@@ -53,8 +53,8 @@ fn with_keys(dir: &TestDir, keys: &str) {
     std::fs::write(dir.config_path(), config).unwrap();
 }
 
-fn db_path(dir: &TestDir) -> std::path::PathBuf {
-    dir.dir.path().join("t.db")
+fn db_path(dir: &TestDir) -> String {
+    dir.db_url()
 }
 
 /// `tollgate ARGS…` on the test's database; its JSON output.
@@ -305,10 +305,9 @@ async fn reuse_after_resolve_revocation_inspect_intent_and_unknown_interrupt() {
 
     // Revoked (recorded in revoked_tokens, as `Engine::revoke_token` does): 409.
     let (run, token) = pending(&s).await;
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", dir.dir.path().join("t.db").display()))
-        .await
-        .unwrap();
-    sqlx::query("INSERT INTO revoked_tokens (jti, revoked_at) VALUES (?, ?)")
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&dir.db_url()).await.unwrap();
+    sqlx::query("INSERT INTO revoked_tokens (jti, revoked_at) VALUES ($1, $2)")
         .bind(claims_of(&token).j)
         .bind(now_ms())
         .execute(&pool)
@@ -464,7 +463,7 @@ secret = "2222222222222222rotated-key-secret-22"
         );
     }
     assert_eq!(s.snapshot(&run).await["status"], "waiting-approval");
-    let listed = cli(&["token-key", "list", "--db", db_path(&dir).to_str().unwrap()]);
+    let listed = cli(&["token-key", "list", "--db", &db_path(&dir)]);
     let kids: Vec<&str> = listed["keys"]
         .as_array()
         .unwrap()
@@ -498,7 +497,7 @@ async fn cli_keys_new_keys_do_not_verify_and_revoked_keys_verify_nothing() {
     with_keys(&dir, ONLY_K1);
     let s = Server::start(&dir).await;
     let db = db_path(&dir);
-    let db = db.to_str().unwrap();
+    let db = db.as_str();
     let (run, by_k1) = pending(&s).await;
 
     // Added with the CLI: the secret is generated and never printed.
@@ -517,9 +516,8 @@ async fn cli_keys_new_keys_do_not_verify_and_revoked_keys_verify_nothing() {
         (row["state"].as_str(), row["source"].as_str()),
         (Some("new"), Some("cli"))
     );
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{db}"))
-        .await
-        .unwrap();
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(db).await.unwrap();
     let secret: String = sqlx::query_scalar("SELECT secret FROM token_keys WHERE kid = 'k5'")
         .fetch_one(&pool)
         .await

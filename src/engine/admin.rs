@@ -7,6 +7,7 @@
 
 use super::inbox::deadline_state;
 use super::Engine;
+use crate::args;
 use crate::auth;
 use crate::auth::Scope;
 use crate::clock::{rfc3339, Millis};
@@ -357,11 +358,14 @@ const RUN_COLUMNS: &str = "run_id, workflow_id, status, current_node_id, owner, 
 impl Engine {
     /// Every tenant with a principal (for offline listings).
     pub async fn tenants(&self) -> Result<Vec<String>> {
-        Ok(
-            sqlx::query_scalar("SELECT DISTINCT tenant FROM principals ORDER BY tenant")
-                .fetch_all(&self.inner.store.read)
-                .await?,
+        Ok(sqlx::query_scalar(
+            &self
+                .inner
+                .store
+                .q("SELECT DISTINCT tenant FROM principals ORDER BY tenant"),
         )
+        .fetch_all(&self.inner.store.read)
+        .await?)
     }
 
     // ----- overview and charts ------------------------------------------------------
@@ -374,12 +378,12 @@ impl Engine {
         let runs_by_status = self.runs_by_status(tenant).await?;
         // Counted in SQLite: a tenant may have thousands pending.
         let range = TenantRange::of(tenant);
-        let buckets: Vec<(i64, i64)> = sqlx::query_as(&format!(
+        let buckets: Vec<(i64, i64)> = sqlx::query_as(&self.inner.store.q(&format!(
             "SELECT CASE WHEN ?1 - created_at < ?2 THEN 0 WHEN ?1 - created_at < ?3 THEN 1 \
              WHEN ?1 - created_at < ?4 THEN 2 WHEN ?1 - created_at < ?5 THEN 3 ELSE 4 END AS bucket, COUNT(*) \
              FROM interrupts WHERE status = 'pending' AND {} GROUP BY bucket",
             TenantRange::sql_numbered("run_id", 6)
-        ))
+        )))
         .bind(now)
         .bind(AGE_BUCKETS[0].0)
         .bind(AGE_BUCKETS[1].0)
@@ -393,24 +397,24 @@ impl Engine {
         for (bucket, count) in buckets {
             age_counts[bucket as usize] = count;
         }
-        let overdue: i64 = sqlx::query_scalar(&format!(
+        let overdue: i64 = sqlx::query_scalar(&self.inner.store.q(&format!(
             "SELECT COUNT(*) FROM interrupts WHERE status = 'pending' AND {} \
              AND deadline_at IS NOT NULL AND deadline_at <= ?",
             TenantRange::sql("run_id")
-        ))
+        )))
         .bind(&range.from)
         .bind(&range.to)
         .bind(now)
         .fetch_one(read)
         .await?;
         // Overdue first, then the nearest deadline, then the oldest without one.
-        let pending_rows: Vec<PendingTuple> = sqlx::query_as(&format!(
+        let pending_rows: Vec<PendingTuple> = sqlx::query_as(&self.inner.store.q(&format!(
             "SELECT i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.created_at, i.deadline_at, \
                  (SELECT COUNT(*) FROM votes v WHERE v.interrupt_id = i.interrupt_id AND v.superseded = 0) \
                  FROM interrupts i WHERE i.status = 'pending' AND {} \
                  ORDER BY i.deadline_at IS NULL, i.deadline_at, i.created_at LIMIT ?",
             TenantRange::sql("i.run_id")
-        ))
+        )))
         .bind(&range.from)
         .bind(&range.to)
         .bind(OVERVIEW_PENDING)
@@ -434,10 +438,10 @@ impl Engine {
                 },
             )
             .collect();
-        let outbox_backlog: i64 = sqlx::query_scalar(&format!(
+        let outbox_backlog: i64 = sqlx::query_scalar(&self.inner.store.q(&format!(
             "SELECT COUNT(*) FROM outbox WHERE status = 'pending' AND {}",
             TenantRange::sql("run_id")
-        ))
+        )))
         .bind(&range.from)
         .bind(&range.to)
         .fetch_one(read)
@@ -461,11 +465,15 @@ impl Engine {
     }
 
     async fn runs_by_status(&self, tenant: &str) -> Result<Vec<StatusCount>> {
-        let counts: Vec<(String, i64)> =
-            sqlx::query_as("SELECT status, COUNT(*) FROM runs WHERE tenant = ? GROUP BY status")
-                .bind(tenant)
-                .fetch_all(&self.inner.store.read)
-                .await?;
+        let counts: Vec<(String, i64)> = sqlx::query_as(
+            &self
+                .inner
+                .store
+                .q("SELECT status, COUNT(*) FROM runs WHERE tenant = ? GROUP BY status"),
+        )
+        .bind(tenant)
+        .fetch_all(&self.inner.store.read)
+        .await?;
         let count_of = |s: &str| counts.iter().find(|(st, _)| st == s).map_or(0, |(_, n)| *n);
         let mut out: Vec<StatusCount> = RUN_STATUSES
             .iter()
@@ -492,12 +500,15 @@ impl Engine {
         let today = self.now().div_euclid(DAY);
         let first = today - (days as Millis - 1);
         let range = TenantRange::of(tenant);
-        let rows: Vec<ResolvedTuple> = sqlx::query_as(&format!(
-            "SELECT resolved_at, kind, json_extract(resolution, '$.decision'), json_extract(resolution, '$.reason'), \
-             json_extract(resolution, '$.action') \
+        let dialect = self.inner.store.dialect();
+        let rows: Vec<ResolvedTuple> = sqlx::query_as(&self.inner.store.q(&format!(
+            "SELECT resolved_at, kind, {}, {}, {} \
              FROM interrupts WHERE status = 'resolved' AND resolved_at >= ? AND {}",
+            dialect.json_text("resolution", "decision"),
+            dialect.json_text("resolution", "reason"),
+            dialect.json_text("resolution", "action"),
             TenantRange::sql("run_id")
-        ))
+        )))
         .bind(first * DAY)
         .bind(&range.from)
         .bind(&range.to)
@@ -533,9 +544,7 @@ impl Engine {
         let tenant = admin_tenant(actor)?;
         let read = &self.inner.store.read;
         let page = filter.page.max(1);
-        let total: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM runs WHERE tenant = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?)",
-        )
+        let total: i64 = sqlx::query_scalar(&self.inner.store.q("SELECT COUNT(*) FROM runs WHERE tenant = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?)"))
         .bind(tenant)
         .bind(&filter.status)
         .bind(&filter.status)
@@ -543,10 +552,10 @@ impl Engine {
         .bind(&filter.workflow_id)
         .fetch_one(read)
         .await?;
-        let rows: Vec<RunTuple> = sqlx::query_as(&format!(
+        let rows: Vec<RunTuple> = sqlx::query_as(&self.inner.store.q(&format!(
             "SELECT {RUN_COLUMNS} FROM runs WHERE tenant = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?) \
              ORDER BY created_at DESC, run_id LIMIT ? OFFSET ?"
-        ))
+        )))
         .bind(tenant)
         .bind(&filter.status)
         .bind(&filter.status)
@@ -556,11 +565,15 @@ impl Engine {
         .bind(((page - 1) * RUNS_PAGE_SIZE) as i64)
         .fetch_all(read)
         .await?;
-        let workflows: Vec<String> =
-            sqlx::query_scalar("SELECT DISTINCT workflow_id FROM runs WHERE tenant = ? ORDER BY workflow_id")
-                .bind(tenant)
-                .fetch_all(read)
-                .await?;
+        let workflows: Vec<String> = sqlx::query_scalar(
+            &self
+                .inner
+                .store
+                .q("SELECT DISTINCT workflow_id FROM runs WHERE tenant = ? ORDER BY workflow_id"),
+        )
+        .bind(tenant)
+        .fetch_all(read)
+        .await?;
         Ok(RunPage {
             items: rows.into_iter().map(run_row).collect(),
             total: total as usize,
@@ -588,9 +601,9 @@ impl Engine {
                 Option<String>,
                 String,
             ),
-        >(&format!(
+        >(&self.inner.store.q(&format!(
             "SELECT {RUN_COLUMNS}, error, tenant FROM runs WHERE run_id = ?"
-        ))
+        )))
         .bind(run_id)
         .fetch_optional(read)
         .await?
@@ -602,17 +615,13 @@ impl Engine {
             // Another tenant's run does not exist for this admin.
             return Err(EngineError::NotFound(format!("run \"{run_id}\" not found")));
         }
-        let events: Vec<(i64, String, Option<String>, Millis, String)> = sqlx::query_as(
-            "SELECT sequence, type, node_id, timestamp, payload FROM events WHERE run_id = ? ORDER BY sequence",
-        )
+        let events: Vec<(i64, String, Option<String>, Millis, String)> = sqlx::query_as(&self.inner.store.q("SELECT sequence, type, node_id, timestamp, payload FROM events WHERE run_id = ? ORDER BY sequence"))
         .bind(run_id)
         .fetch_all(read)
         .await?;
-        let audit: Vec<(String, i64, String, String, String, Millis, i64)> = sqlx::query_as(
-            "SELECT i.node_id, i.visit, v.principal, v.action, v.eligible_via, v.decided_at, v.superseded \
+        let audit: Vec<(String, i64, String, String, String, Millis, i64)> = sqlx::query_as(&self.inner.store.q("SELECT i.node_id, i.visit, v.principal, v.action, v.eligible_via, v.decided_at, v.superseded \
              FROM votes v JOIN interrupts i ON i.interrupt_id = v.interrupt_id \
-             WHERE i.run_id = ? ORDER BY v.decided_at, i.node_id, v.seq",
-        )
+             WHERE i.run_id = ? ORDER BY v.decided_at, i.node_id, v.seq"))
         .bind(run_id)
         .fetch_all(read)
         .await?;
@@ -651,9 +660,7 @@ impl Engine {
     /// Everyone in `tenant`, with the groups and roles they make up.
     pub async fn directory(&self, actor: &Actor) -> Result<Directory> {
         let tenant = admin_tenant(actor)?;
-        let rows: Vec<PrincipalTuple> = sqlx::query_as(
-            "SELECT id, name, email, groups, roles, is_override, password_hash FROM principals WHERE tenant = ? ORDER BY id",
-        )
+        let rows: Vec<PrincipalTuple> = sqlx::query_as(&self.inner.store.q("SELECT id, name, email, groups, roles, is_override, password_hash FROM principals WHERE tenant = ? ORDER BY id"))
         .bind(tenant)
         .fetch_all(&self.inner.store.read)
         .await?;
@@ -808,11 +815,11 @@ impl Engine {
     /// The API keys of `tenant`'s principals: the instance operator's view
     /// (the CLI on the database), for any tenant.
     pub async fn operator_api_keys(&self, tenant: &str) -> Result<Vec<ApiKeyRow>> {
-        let rows: Vec<ApiKeyTuple> = sqlx::query_as(
+        let rows: Vec<ApiKeyTuple> = sqlx::query_as(&self.inner.store.q(
             "SELECT k.key_hash, k.principal, k.scopes, k.label, k.created_at, k.revoked_at \
              FROM api_keys k JOIN principals p ON p.id = k.principal WHERE p.tenant = ? \
              ORDER BY k.revoked_at IS NOT NULL, k.created_at DESC",
-        )
+        ))
         .bind(tenant)
         .fetch_all(&self.inner.store.read)
         .await?;
@@ -872,10 +879,10 @@ impl Engine {
                 "a key id is at least 8 hex characters of the key's digest",
             ));
         }
-        let matches: Vec<(String, String)> = sqlx::query_as(
+        let matches: Vec<(String, String)> = sqlx::query_as(&self.inner.store.q(
             "SELECT k.key_hash, p.tenant FROM api_keys k JOIN principals p ON p.id = k.principal \
-             WHERE substr(k.key_hash, 1, ?) = ?",
-        )
+             WHERE substr(k.key_hash, 1, CAST(? AS INTEGER)) = ?",
+        ))
         .bind(id.len() as i64)
         .bind(&id)
         .fetch_all(&self.inner.store.read)
@@ -901,18 +908,20 @@ impl Engine {
             .write(move |conn| {
                 conn.execute(
                     "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE key_hash = ?",
-                    rusqlite::params![now, h],
+                    args![now, h],
                 )?;
                 Ok(())
             })
             .await?;
         self.forget_api_key(&hash);
-        let row: (String, String, Option<String>, Millis, Option<Millis>) = sqlx::query_as(
-            "SELECT principal, scopes, label, created_at, revoked_at FROM api_keys WHERE key_hash = ?",
-        )
-        .bind(&hash)
-        .fetch_one(&self.inner.store.read)
-        .await?;
+        self.publish(super::peers::Change::ApiKey(hash.clone()));
+        let row: (String, String, Option<String>, Millis, Option<Millis>) =
+            sqlx::query_as(&self.inner.store.q(
+                "SELECT principal, scopes, label, created_at, revoked_at FROM api_keys WHERE key_hash = ?",
+            ))
+            .bind(&hash)
+            .fetch_one(&self.inner.store.read)
+            .await?;
         Ok(ApiKeyRow {
             id: hash[..KEY_ID_LEN].to_string(),
             principal: row.0,

@@ -154,6 +154,15 @@ pub(super) fn deadline_state(deadline: Option<Millis>, now: Millis) -> &'static 
 }
 
 impl Engine {
+    /// SQLite's planner is told which index serves the inbox (see
+    /// docs/performance.md); PostgreSQL's chooses by statistics.
+    fn inbox_index_hint(&self) -> &'static str {
+        match self.inner.store.dialect() {
+            crate::store::Dialect::Sqlite => "INDEXED BY interrupts_inbox",
+            crate::store::Dialect::Postgres => "",
+        }
+    }
+
     /// `overdue`, `soon`, `ok` or `none` for an RFC 3339 deadline, as the inbox marks it.
     pub fn deadline_state(&self, deadline: Option<&str>) -> &'static str {
         let ms = deadline
@@ -179,12 +188,13 @@ impl Engine {
             .await?
             .unwrap_or_else(|| principal.clone());
         let TenantRange { from, to } = TenantRange::of(&principal.tenant);
-        let groups: Vec<(String, String, String, bool, String, i64)> = sqlx::query_as(&format!(
-            "SELECT kind, eligibility, workflow_id, owner_subject = ? AS mine, MIN(owner_subject), COUNT(*) \
-             FROM interrupts INDEXED BY interrupts_inbox WHERE status = 'pending' AND {} \
+        let groups: Vec<(String, String, String, i64, String, i64)> = sqlx::query_as(&self.inner.store.q(&format!(
+            "SELECT kind, eligibility, workflow_id, CASE WHEN owner_subject = ? THEN 1 ELSE 0 END AS mine, MIN(owner_subject), COUNT(*) \
+             FROM interrupts {} WHERE status = 'pending' AND {} \
              GROUP BY kind, eligibility, workflow_id, mine",
+            self.inbox_index_hint(),
             TenantRange::sql("run_id")
-        ))
+        )))
         .bind(&principal.id)
         .bind(&from)
         .bind(&to)
@@ -236,14 +246,20 @@ impl Engine {
             // page walks the covering index (migration 0005) in created_at
             // order and stops after the page.
             let from_where = format!(
-                "FROM interrupts i INDEXED BY interrupts_inbox CROSS JOIN ok ON i.kind = ok.kind AND i.eligibility = ok.eligibility \
-                 AND i.workflow_id = ok.workflow_id AND (i.owner_subject = ?) = ok.mine \
+                "FROM interrupts i {} {} ok ON i.kind = ok.kind AND i.eligibility = ok.eligibility \
+                 AND i.workflow_id = ok.workflow_id AND CASE WHEN i.owner_subject = ? THEN 1 ELSE 0 END = ok.mine \
                  WHERE i.status = 'pending' AND {}{overdue}",
+                self.inbox_index_hint(),
+                match self.inner.store.dialect() {
+                    crate::store::Dialect::Sqlite => "CROSS JOIN",
+                    crate::store::Dialect::Postgres => "JOIN",
+                },
                 TenantRange::sql("i.run_id")
             );
             let with = format!("WITH ok(kind, eligibility, workflow_id, mine, via) AS (VALUES {values}) ");
             if filter.overdue {
                 let sql = format!("{with}SELECT COUNT(*) {from_where}");
+                let sql = self.inner.store.q(&sql);
                 let mut q = sqlx::query_scalar::<_, i64>(&sql);
                 for (k, e, w, m, v) in &admitted {
                     q = q.bind(k).bind(e).bind(w).bind(m).bind(v);
@@ -256,6 +272,7 @@ impl Engine {
                 "{with}SELECT i.interrupt_id, i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.eligibility, \
                  i.created_at, i.deadline_at, ok.via {from_where} ORDER BY {order} LIMIT ? OFFSET ?"
             );
+            let sql = self.inner.store.q(&sql);
             let mut q = sqlx::query_as::<_, PendingRowVia>(&sql);
             for (k, e, w, m, v) in &admitted {
                 q = q.bind(k).bind(e).bind(w).bind(m).bind(v);
@@ -289,9 +306,14 @@ impl Engine {
             let marks = vec!["?"; approval_ids.len()].join(", ");
             let sql = format!(
                 "SELECT v.interrupt_id, v.principal, v.action, v.resume_value, \
-                 (SELECT json_extract(i.payload, '$.data.artifactData') FROM interrupts i WHERE i.interrupt_id = v.interrupt_id) \
-                 FROM votes v WHERE v.superseded = 0 AND v.action <> 'ask' AND v.interrupt_id IN ({marks})"
+                 (SELECT {} FROM interrupts i WHERE i.interrupt_id = v.interrupt_id) \
+                 FROM votes v WHERE v.superseded = 0 AND v.action <> 'ask' AND v.interrupt_id IN ({marks})",
+                self.inner
+                    .store
+                    .dialect()
+                    .json_text("i.payload", "data.artifactData")
             );
+            let sql = self.inner.store.q(&sql);
             let mut q = sqlx::query_as::<_, (String, String, String, String, Option<String>)>(&sql);
             for id in &approval_ids {
                 q = q.bind(*id);
@@ -361,11 +383,15 @@ impl Engine {
         if crate::ids::tenant_of(run_id) != principal.tenant {
             return Ok(false);
         }
-        let rows: Vec<(String, String, String)> =
-            sqlx::query_as("SELECT kind, eligibility, owner_subject FROM interrupts WHERE run_id = ?")
-                .bind(run_id)
-                .fetch_all(&self.inner.store.read)
-                .await?;
+        let rows: Vec<(String, String, String)> = sqlx::query_as(
+            &self
+                .inner
+                .store
+                .q("SELECT kind, eligibility, owner_subject FROM interrupts WHERE run_id = ?"),
+        )
+        .bind(run_id)
+        .fetch_all(&self.inner.store.read)
+        .await?;
         if rows.is_empty() {
             return Ok(false);
         }
@@ -407,11 +433,15 @@ impl Engine {
             return Ok(vec![]);
         }
         let (eligibility, owner) = self.stored_rules(&view.interrupt_id).await?;
-        let ids: Vec<String> =
-            sqlx::query_scalar("SELECT id FROM principals WHERE tenant = ? ORDER BY name, id")
-                .bind(actor.tenant())
-                .fetch_all(&self.inner.store.read)
-                .await?;
+        let ids: Vec<String> = sqlx::query_scalar(
+            &self
+                .inner
+                .store
+                .q("SELECT id FROM principals WHERE tenant = ? ORDER BY name, id"),
+        )
+        .bind(actor.tenant())
+        .fetch_all(&self.inner.store.read)
+        .await?;
         let mut out = Vec::new();
         for id in ids {
             if view.votes.iter().any(|v| v.counted && v.principal == id) {
@@ -433,10 +463,15 @@ impl Engine {
     }
 
     async fn stored_rules(&self, interrupt_id: &str) -> Result<(String, String)> {
-        sqlx::query_as("SELECT eligibility, owner_subject FROM interrupts WHERE interrupt_id = ?")
-            .bind(interrupt_id)
-            .fetch_optional(&self.inner.store.read)
-            .await?
-            .ok_or_else(|| EngineError::NotFound("no such interrupt".into()))
+        sqlx::query_as(
+            &self
+                .inner
+                .store
+                .q("SELECT eligibility, owner_subject FROM interrupts WHERE interrupt_id = ?"),
+        )
+        .bind(interrupt_id)
+        .fetch_optional(&self.inner.store.read)
+        .await?
+        .ok_or_else(|| EngineError::NotFound("no such interrupt".into()))
     }
 }

@@ -2,6 +2,7 @@
 //! delivered afterwards, with retries and recorded delivery state.
 
 use super::Engine;
+use crate::args;
 use crate::clock::{rfc3339, Millis};
 use crate::error::{EngineError, Result};
 use serde::{Deserialize, Serialize};
@@ -39,7 +40,35 @@ impl OutboxItem {
     pub fn created(&self) -> String {
         rfc3339(self.created_at)
     }
+
+    /// A row selected with [`COLUMNS`] in a write command.
+    fn from_row(r: &crate::store::Row) -> Result<OutboxItem> {
+        Ok(OutboxItem {
+            id: r.get(0)?,
+            kind: r.get(1)?,
+            reason: r.get(2)?,
+            run_id: r.get(3)?,
+            node_id: r.get(4)?,
+            interrupt_id: r.get(5)?,
+            recipient: r.get(6)?,
+            address: r.get(7)?,
+            status: r.get(8)?,
+            attempts: r.get(9)?,
+            next_attempt_at: r.get(10)?,
+            last_error: r.get(11)?,
+            message: r.get(12)?,
+            delivered_via: r.get(13)?,
+            created_at: r.get(14)?,
+            sent_at: r.get(15)?,
+            body: r.get(16)?,
+            response_status: r.get(17)?,
+        })
+    }
 }
+
+/// How long a claimed message is its claimer's (see [`Engine::outbox_due_of`]):
+/// longer than a delivery attempt takes (SMTP and callback timeouts are shorter).
+pub const OUTBOX_LEASE_MS: Millis = 120_000;
 
 const COLUMNS: &str =
     "id, kind, reason, run_id, node_id, interrupt_id, recipient, address, status, attempts, \
@@ -99,16 +128,30 @@ impl Engine {
         self.outbox_due_of("email", limit).await
     }
 
-    /// Messages of `kind` due for delivery, oldest first.
+    /// Claims messages of `kind` due for delivery, oldest first, for
+    /// [`OUTBOX_LEASE_MS`]: of several instances polling at once each message
+    /// goes to one, and a message whose holder died before recording the
+    /// outcome is claimed again when its lease runs out.
     pub async fn outbox_due_of(&self, kind: &str, limit: i64) -> Result<Vec<OutboxItem>> {
-        Ok(sqlx::query_as::<_, OutboxItem>(&format!(
-            "SELECT {COLUMNS} FROM outbox WHERE status = 'pending' AND next_attempt_at <= ? AND kind = ? ORDER BY id LIMIT ?"
-        ))
-        .bind(self.now())
-        .bind(kind)
-        .bind(limit)
-        .fetch_all(&self.inner.store.read)
-        .await?)
+        let (kind, now) = (kind.to_string(), self.now());
+        let mut items = self
+            .inner
+            .store
+            .write(move |conn| {
+                let skip_locked = match conn.dialect() {
+                    crate::store::Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+                    crate::store::Dialect::Sqlite => "",
+                };
+                let sql = format!(
+                    "UPDATE outbox SET lease_until = ? WHERE id IN (SELECT id FROM outbox WHERE status = 'pending' \
+                     AND next_attempt_at <= ? AND kind = ? AND (lease_until IS NULL OR lease_until <= ?) ORDER BY id LIMIT ?{skip_locked}) \
+                     RETURNING {COLUMNS}"
+                );
+                conn.query_map(&sql, args![now + OUTBOX_LEASE_MS, now, kind, now, limit], OutboxItem::from_row)
+            })
+            .await?;
+        items.sort_by_key(|i| i.id);
+        Ok(items)
     }
 
     /// The latest messages, newest first (the admin's view of the outbox).
@@ -124,11 +167,11 @@ impl Engine {
     pub async fn outbox_list(&self, filter: &OutboxFilter) -> Result<Vec<OutboxItem>> {
         filter.check()?;
         let range = filter.tenant.as_deref().map(crate::ids::TenantRange::of);
-        Ok(sqlx::query_as::<_, OutboxItem>(&format!(
+        Ok(sqlx::query_as::<_, OutboxItem>(&self.inner.store.q(&format!(
             "SELECT {COLUMNS} FROM outbox WHERE (?1 IS NULL OR {}) \
              AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR status = ?4) ORDER BY id DESC LIMIT ?5",
             crate::ids::TenantRange::sql_numbered("run_id", 1)
-        ))
+        )))
         .bind(range.as_ref().map(|r| r.from.as_str()))
         .bind(range.as_ref().map(|r| r.to.as_str()))
         .bind(filter.kind.as_deref())
@@ -140,11 +183,16 @@ impl Engine {
 
     /// One outbox message.
     pub async fn outbox_item(&self, id: i64) -> Result<OutboxItem> {
-        sqlx::query_as::<_, OutboxItem>(&format!("SELECT {COLUMNS} FROM outbox WHERE id = ?"))
-            .bind(id)
-            .fetch_optional(&self.inner.store.read)
-            .await?
-            .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))
+        sqlx::query_as::<_, OutboxItem>(
+            &self
+                .inner
+                .store
+                .q(&format!("SELECT {COLUMNS} FROM outbox WHERE id = ?")),
+        )
+        .bind(id)
+        .fetch_optional(&self.inner.store.read)
+        .await?
+        .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))
     }
 
     /// Records a callback answered 2xx: sent (`via` the URL scheme), with the status and a summary.
@@ -155,7 +203,7 @@ impl Engine {
             .write(move |conn| {
                 conn.execute(
                     "UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_at = ?, delivered_via = ?, message = ?, response_status = ?, last_error = NULL WHERE id = ?",
-                    rusqlite::params![now, via, message, status as i64, id],
+                    args![now, via, message, status as i64, id],
                 )?;
                 Ok(())
             })
@@ -179,8 +227,8 @@ impl Engine {
                 let attempts = outbox_attempts(conn, id)? + 1;
                 let state = if !retry || attempts >= MAX_ATTEMPTS { "failed" } else { "pending" };
                 conn.execute(
-                    "UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?, response_status = ? WHERE id = ?",
-                    rusqlite::params![state, attempts, now + backoff_ms(attempts), error, status.map(i64::from), id],
+                    "UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?, response_status = ?, lease_until = NULL WHERE id = ?",
+                    args![state, attempts, now + backoff_ms(attempts), error, status.map(i64::from), id],
                 )?;
                 Ok(())
             })
@@ -189,11 +237,14 @@ impl Engine {
 
     /// Messages not yet delivered.
     pub async fn outbox_backlog(&self) -> Result<i64> {
-        Ok(
-            sqlx::query_scalar("SELECT COUNT(*) FROM outbox WHERE status = 'pending'")
-                .fetch_one(&self.inner.store.read)
-                .await?,
+        Ok(sqlx::query_scalar(
+            &self
+                .inner
+                .store
+                .q("SELECT COUNT(*) FROM outbox WHERE status = 'pending'"),
         )
+        .fetch_one(&self.inner.store.read)
+        .await?)
     }
 
     /// Records a delivery. The message is stored with every link's token
@@ -206,7 +257,7 @@ impl Engine {
             .write(move |conn| {
                 conn.execute(
                     "UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_at = ?, delivered_via = ?, message = ?, last_error = NULL WHERE id = ?",
-                    rusqlite::params![now, via, message, id],
+                    args![now, via, message, id],
                 )?;
                 Ok(())
             })
@@ -222,8 +273,8 @@ impl Engine {
                 let attempts = outbox_attempts(conn, id)? + 1;
                 let status = if attempts >= MAX_ATTEMPTS { "failed" } else { "pending" };
                 conn.execute(
-                    "UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
-                    rusqlite::params![status, attempts, now + backoff_ms(attempts), error, id],
+                    "UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?, lease_until = NULL WHERE id = ?",
+                    args![status, attempts, now + backoff_ms(attempts), error, id],
                 )?;
                 Ok(())
             })
@@ -237,7 +288,7 @@ impl Engine {
             .write(move |conn| {
                 conn.execute(
                     "UPDATE outbox SET status = 'dropped', last_error = ? WHERE id = ?",
-                    rusqlite::params![why, id],
+                    args![why, id],
                 )?;
                 Ok(())
             })
@@ -279,8 +330,8 @@ impl Engine {
             .store
             .write(move |conn| {
                 let n = conn.execute(
-                    "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = ? WHERE id = ? AND status IN ('failed', 'dropped')",
-                    rusqlite::params![now, id],
+                    "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = ?, lease_until = NULL WHERE id = ? AND status IN ('failed', 'dropped')",
+                    args![now, id],
                 )?;
                 if n == 0 {
                     return Err(EngineError::NotFound(format!("no failed outbox message {id}")));
@@ -294,14 +345,17 @@ impl Engine {
     /// deadline is within `before_ms`; each interrupt is reminded once.
     pub async fn queue_reminders(&self, before_ms: Millis) -> Result<usize> {
         let now = self.now();
-        let due: Vec<(String, String, String, String, Option<String>)> = sqlx::query_as(
-            "SELECT i.interrupt_id, i.run_id, i.node_id, i.eligibility, json_extract(i.payload, '$.data.audience') FROM interrupts i \
+        let store = &self.inner.store;
+        let sql = format!(
+            "SELECT i.interrupt_id, i.run_id, i.node_id, i.eligibility, {} FROM interrupts i \
              WHERE i.status = 'pending' AND i.reminded_at IS NULL AND i.deadline_at IS NOT NULL AND i.deadline_at - ? <= ? LIMIT 100",
-        )
-        .bind(before_ms)
-        .bind(now)
-        .fetch_all(&self.inner.store.read)
-        .await?;
+            store.dialect().json_text("i.payload", "data.audience")
+        );
+        let due: Vec<(String, String, String, String, Option<String>)> = sqlx::query_as(&store.q(&sql))
+            .bind(before_ms)
+            .bind(now)
+            .fetch_all(&self.inner.store.read)
+            .await?;
         let mut queued = 0;
         for (interrupt_id, run_id, node_id, eligibility, audience) in due {
             let rules: Option<crate::approval::ApprovalRules> = serde_json::from_str(&eligibility).ok();
@@ -311,24 +365,31 @@ impl Engine {
                 .inner
                 .store
                 .write(move |conn| {
+                    // Claimed first: of instances reminding at once, one queues.
+                    let claimed = conn.execute(
+                        "UPDATE interrupts SET reminded_at = ? WHERE interrupt_id = ? AND reminded_at IS NULL AND status = 'pending'",
+                        args![now, interrupt_id],
+                    )?;
+                    if claimed == 0 {
+                        return Ok(0);
+                    }
                     let directory = crate::runtime::load_directory(conn, &tenant)?;
-                    let voted: Vec<String> = conn
-                        .prepare_cached("SELECT DISTINCT principal FROM votes WHERE interrupt_id = ?")?
-                        .query_map([&interrupt_id], |r| r.get(0))?
-                        .collect::<rusqlite::Result<_>>()?;
+                    let voted: Vec<String> = conn.query_map(
+                        "SELECT DISTINCT principal FROM votes WHERE interrupt_id = ?",
+                        args![interrupt_id],
+                        |r| r.get(0),
+                    )?;
                     let mut n = 0;
                     for p in crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory) {
                         if voted.contains(&p.id) {
                             continue;
                         }
-                        conn.prepare_cached("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'reminder', ?, ?, ?, ?, ?, 'pending', ?, ?)")?
-                            .execute(rusqlite::params![run_id, node_id, interrupt_id, p.id, p.email, now, now])?;
+                        conn.execute(
+                            "INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'reminder', ?, ?, ?, ?, ?, 'pending', ?, ?)",
+                            args![run_id, node_id, interrupt_id, p.id, p.email, now, now],
+                        )?;
                         n += 1;
                     }
-                    conn.execute(
-                        "UPDATE interrupts SET reminded_at = ? WHERE interrupt_id = ?",
-                        rusqlite::params![now, interrupt_id],
-                    )?;
                     Ok(n)
                 })
                 .await?;
@@ -340,8 +401,6 @@ impl Engine {
 
 /// Attempts so far of an outbox message, read inside a write command.
 fn outbox_attempts(conn: &crate::store::WriteConn, id: i64) -> Result<i64> {
-    use rusqlite::OptionalExtension;
-    conn.query_row("SELECT attempts FROM outbox WHERE id = ?", [id], |r| r.get(0))
-        .optional()?
+    conn.query_scalar("SELECT attempts FROM outbox WHERE id = ?", args![id])?
         .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))
 }

@@ -3,6 +3,7 @@
 //! generation a session is checked against on each request.
 
 use super::Engine;
+use crate::args;
 use crate::clock::Millis;
 use crate::directory::Principal;
 use crate::error::{EngineError, Result};
@@ -24,7 +25,7 @@ pub(crate) struct State {
     throttle: RwLock<Arc<Throttle>>,
     hashing: RwLock<(Arc<Semaphore>, Duration)>,
     /// principal id → (password generation when a password is set, when read).
-    credentials: RwLock<HashMap<String, (Option<i64>, Millis)>>,
+    pub(super) credentials: RwLock<HashMap<String, (Option<i64>, Millis)>>,
 }
 
 impl Default for State {
@@ -102,13 +103,14 @@ impl Engine {
             .store
             .write(move |conn| {
                 Ok(conn.execute(
-                    "UPDATE principals SET password_generation = password_generation + (password_hash IS NOT ?1), \
-                     password_hash = ?1 WHERE id = ?2",
-                    rusqlite::params![phc, id],
+                    "UPDATE principals SET password_generation = password_generation + \
+                     CASE WHEN password_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, password_hash = ?1 WHERE id = ?2",
+                    args![phc, id],
                 )?)
             })
             .await?;
         self.forget_credentials(principal_id);
+        self.publish(super::peers::Change::Principal(principal_id.to_string()));
         if changed == 0 {
             return Err(EngineError::validation(
                 "principal",
@@ -120,11 +122,15 @@ impl Engine {
 
     /// A principal's stored password hash, if they have one.
     pub async fn password_hash(&self, principal_id: &str) -> Result<Option<String>> {
-        let phc: Option<Option<String>> =
-            sqlx::query_scalar("SELECT password_hash FROM principals WHERE id = ?")
-                .bind(principal_id)
-                .fetch_optional(&self.inner.store.read)
-                .await?;
+        let phc: Option<Option<String>> = sqlx::query_scalar(
+            &self
+                .inner
+                .store
+                .q("SELECT password_hash FROM principals WHERE id = ?"),
+        )
+        .bind(principal_id)
+        .fetch_optional(&self.inner.store.read)
+        .await?;
         Ok(phc.flatten())
     }
 
@@ -136,15 +142,16 @@ impl Engine {
             .inner
             .store
             .write(move |conn| {
-                let hashes: Vec<String> = conn
-                    .prepare("SELECT key_hash FROM api_keys WHERE principal = ?")?
-                    .query_map([&id], |r| r.get(0))?
-                    .collect::<rusqlite::Result<_>>()?;
+                let hashes: Vec<String> = conn.query_map(
+                    "SELECT key_hash FROM api_keys WHERE principal = ?",
+                    args![id],
+                    |r| r.get(0),
+                )?;
                 conn.execute(
                     "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE principal = ?",
-                    rusqlite::params![now, id],
+                    args![now, id],
                 )?;
-                if conn.execute("DELETE FROM principals WHERE id = ?", [&id])? == 0 {
+                if conn.execute("DELETE FROM principals WHERE id = ?", args![id])? == 0 {
                     return Err(EngineError::NotFound(format!("no principal \"{id}\"")));
                 }
                 Ok(hashes)
@@ -152,13 +159,15 @@ impl Engine {
             .await?;
         for h in &hashes {
             self.forget_api_key(h);
+            self.publish(super::peers::Change::ApiKey(h.clone()));
         }
         self.forget_principal(principal_id);
         self.forget_credentials(principal_id);
+        self.publish(super::peers::Change::Principal(principal_id.to_string()));
         Ok(())
     }
 
-    fn forget_credentials(&self, principal_id: &str) {
+    pub(crate) fn forget_credentials(&self, principal_id: &str) {
         self.inner
             .sign_in
             .credentials
@@ -185,11 +194,15 @@ impl Engine {
                 retry_after_secs: secs,
             }
         })?;
-        let row: Option<(Option<String>, i64)> =
-            sqlx::query_as("SELECT password_hash, password_generation FROM principals WHERE id = ?")
-                .bind(account)
-                .fetch_optional(&self.inner.store.read)
-                .await?;
+        let row: Option<(Option<String>, i64)> = sqlx::query_as(
+            &self
+                .inner
+                .store
+                .q("SELECT password_hash, password_generation FROM principals WHERE id = ?"),
+        )
+        .bind(account)
+        .fetch_optional(&self.inner.store.read)
+        .await?;
         let (phc, generation) = match row {
             Some((Some(phc), g)) => (Some(phc), g),
             _ => (None, 0),
@@ -238,13 +251,13 @@ impl Engine {
         let current = match cached {
             Some((g, at)) if now - at < DIRECTORY_RECHECK_MS => g,
             _ => {
-                let row: Option<(bool, i64)> = sqlx::query_as(
-                    "SELECT password_hash IS NOT NULL, password_generation FROM principals WHERE id = ?",
-                )
+                let row: Option<(i64, i64)> = sqlx::query_as(&self.inner.store.q(
+                    "SELECT CASE WHEN password_hash IS NOT NULL THEN 1 ELSE 0 END, password_generation FROM principals WHERE id = ?",
+                ))
                 .bind(principal_id)
                 .fetch_optional(&self.inner.store.read)
                 .await?;
-                let g = row.and_then(|(has, g)| has.then_some(g));
+                let g = row.and_then(|(has, g)| (has != 0).then_some(g));
                 self.inner
                     .sign_in
                     .credentials

@@ -14,6 +14,7 @@
 //! - `revoked`: verifies nothing, for good.
 
 use super::Engine;
+use crate::args;
 use crate::auth;
 use crate::clock::{rfc3339, Millis};
 use crate::error::{EngineError, Result};
@@ -222,11 +223,8 @@ impl Engine {
             .store
             .write(move |conn| {
                 for k in &keys {
-                    let source: Option<String> = rusqlite::OptionalExtension::optional(conn.query_row(
-                        "SELECT source FROM token_keys WHERE kid = ?",
-                        [&k.kid],
-                        |r| r.get(0),
-                    ))?;
+                    let source: Option<String> =
+                        conn.query_scalar("SELECT source FROM token_keys WHERE kid = ?", args![k.kid])?;
                     if source.is_some_and(|s| s != "config") {
                         return Err(EngineError::validation(
                             "token_keys.kid",
@@ -238,33 +236,30 @@ impl Engine {
                     }
                 }
                 let mut removed = Vec::new();
-                {
-                    let mut stmt = conn.prepare("SELECT kid FROM token_keys WHERE source = 'config'")?;
-                    let stored: Vec<String> = stmt
-                        .query_map([], |r| r.get(0))?
-                        .collect::<rusqlite::Result<_>>()?;
-                    for kid in stored {
-                        if !keys.iter().any(|k| k.kid == kid) {
-                            conn.execute("DELETE FROM token_keys WHERE kid = ?", [&kid])?;
-                            removed.push(kid);
-                        }
+                let stored: Vec<String> =
+                    conn.query_map("SELECT kid FROM token_keys WHERE source = 'config'", &[], |r| r.get(0))?;
+                for kid in stored {
+                    if !keys.iter().any(|k| k.kid == kid) {
+                        conn.execute("DELETE FROM token_keys WHERE kid = ?", args![kid])?;
+                        removed.push(kid);
                     }
                 }
-                let mut insert = conn.prepare(
-                    "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
-                     VALUES (?1, ?2, 'config', ?3, CASE WHEN ?4 THEN NULL ELSE ?3 END, CASE WHEN ?4 THEN ?3 END) \
-                     ON CONFLICT (kid) DO UPDATE SET secret = excluded.secret, \
-                     retired_at = COALESCE(token_keys.retired_at, excluded.retired_at)",
-                )?;
                 for (i, k) in keys.iter().enumerate() {
                     // `now + i` keeps the file's order among keys added together.
                     let at = now + i as Millis;
-                    insert.execute(rusqlite::params![k.kid, k.secret, at, k.retired])?;
+                    conn.execute(
+                        "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
+                         VALUES (?1, ?2, 'config', ?3, CASE WHEN ?4 <> 0 THEN NULL ELSE ?3 END, CASE WHEN ?4 <> 0 THEN ?3 END) \
+                         ON CONFLICT (kid) DO UPDATE SET secret = excluded.secret, \
+                         retired_at = COALESCE(token_keys.retired_at, excluded.retired_at)",
+                        args![k.kid, k.secret, at, k.retired],
+                    )?;
                 }
                 Ok(removed)
             })
             .await?;
         self.reload_token_keys().await?;
+        self.publish(super::peers::Change::TokenKeys);
         Ok(KeySync { removed })
     }
 
@@ -277,9 +272,9 @@ impl Engine {
     }
 
     async fn token_key_rows(&self) -> Result<Vec<Stored>> {
-        let rows: Vec<Row> = sqlx::query_as(
+        let rows: Vec<Row> = sqlx::query_as(&self.inner.store.q(
             "SELECT kid, secret, source, created_at, activated_at, retired_at, revoked_at FROM token_keys",
-        )
+        ))
         .fetch_all(&self.inner.store.read)
         .await?;
         Ok(with_states(rows))
@@ -305,7 +300,7 @@ impl Engine {
                 Ok(conn.execute(
                     "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
                      VALUES (?, ?, ?, ?, ?, NULL) ON CONFLICT (kid) DO NOTHING",
-                    rusqlite::params![
+                    args![
                         k,
                         secret,
                         TokenKeySource::Cli.as_str(),
@@ -357,7 +352,7 @@ impl Engine {
         let changed = self
             .inner
             .store
-            .write(move |conn| Ok(conn.execute(sql, rusqlite::params![now, k])? == 1))
+            .write(move |conn| Ok(conn.execute(sql, args![now, k])? == 1))
             .await?;
         if !changed {
             let row = self.token_keys().await?.into_iter().find(|r| r.kid == kid);
@@ -374,6 +369,7 @@ impl Engine {
 
     async fn changed_key(&self, kid: &str) -> Result<TokenKeyRow> {
         self.reload_token_keys().await?;
+        self.publish(super::peers::Change::TokenKeys);
         self.token_keys()
             .await?
             .into_iter()

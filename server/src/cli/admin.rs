@@ -29,10 +29,15 @@ pub(super) fn validate_workflow(file: &Path) -> anyhow::Result<i32> {
     }
 }
 
-/// Opens the engine on a SQLite file (created and migrated if missing).
+/// Opens the engine on the database `--db` names: a SQLite file (created
+/// and migrated if missing) or a `sqlite:`/`postgres:` URL.
 async fn open_db(db: &Path) -> anyhow::Result<Engine> {
-    let url = if db.to_string_lossy().starts_with("sqlite:") {
-        db.to_string_lossy().into_owned()
+    let given = db.to_string_lossy();
+    let url = if ["sqlite:", "postgres://", "postgresql://"]
+        .iter()
+        .any(|p| given.starts_with(p))
+    {
+        given.into_owned()
     } else {
         format!("sqlite://{}", db.display())
     };

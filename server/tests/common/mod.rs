@@ -54,6 +54,12 @@ impl TestDir {
     pub fn config_path(&self) -> PathBuf {
         self.dir.path().join("tollgate.toml")
     }
+
+    /// The URL of this server's database (SQLite file or PostgreSQL database,
+    /// see `tollgate::store::testing`), for the CLI's `--db` and direct reads.
+    pub fn db_url(&self) -> String {
+        db_url(self.dir.path())
+    }
 }
 
 impl Default for TestDir {
@@ -66,10 +72,21 @@ fn toml_str(s: &str) -> String {
     serde_json::to_string(s).expect("string")
 }
 
+fn db_url(dir: &Path) -> String {
+    tollgate::store::testing::database_url_blocking(&dir.join("t.db")).expect("test database")
+}
+
+/// A read pool on a test server's database (statements with `$1`-style
+/// parameters run on both back ends).
+pub async fn raw_db(dir: &TestDir) -> sqlx::AnyPool {
+    sqlx::any::install_default_drivers();
+    sqlx::AnyPool::connect(&dir.db_url()).await.expect("database")
+}
+
 fn config_text(dir: &Path) -> String {
     let workflows = Path::new(env!("CARGO_MANIFEST_DIR")).join("../workflows/conformance");
     let workflows = workflows.canonicalize().expect("conformance fixtures");
-    let db = format!("sqlite://{}", dir.join("t.db").display());
+    let db = db_url(dir);
     format!(
         r#"
 [server]

@@ -1,5 +1,6 @@
-//! Storage: one writer thread that owns the write connection and applies
-//! whole commands with group commit, and a pool of sqlx readers.
+//! The embedded SQLite back end: one writer thread that owns the write
+//! connection and applies whole commands with group commit, and a pool of
+//! sqlx readers.
 //!
 //! Commands that arrive while a commit is in flight are applied together in
 //! the next transaction, each inside its own SAVEPOINT (so one failing command
@@ -11,9 +12,11 @@
 //! hand-off to the connection's worker thread and back, and those hand-offs,
 //! not SQLite, bounded throughput (see docs/performance.md).
 
+use super::{Dialect, Row, Tx, Val, WriteConn};
 use crate::error::{EngineError, Result};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Connection, SqliteConnection, SqlitePool};
+use sqlx::any::AnyPoolOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+use sqlx::{AnyPool, Connection, Executor, SqliteConnection};
 use std::panic::AssertUnwindSafe;
 use std::str::FromStr;
 use std::time::Duration;
@@ -23,10 +26,12 @@ use tokio::sync::{mpsc, oneshot};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Durability {
-    /// `synchronous=FULL`: an answered command survives power loss.
+    /// An answered command survives power loss (SQLite `synchronous=FULL`,
+    /// PostgreSQL `synchronous_commit=on`).
     #[default]
     Full,
-    /// `synchronous=NORMAL`: may lose the last moments on power loss (not on a crash).
+    /// May lose the last moments on power loss, never on a crash (SQLite
+    /// `synchronous=NORMAL`, PostgreSQL `synchronous_commit=off`).
     Relaxed,
 }
 
@@ -36,65 +41,126 @@ const MAX_BATCH: usize = 256;
 /// Statements the writer keeps prepared (each command shape uses a handful).
 const STATEMENT_CACHE: usize = 128;
 
-/// The writer's connection, as write commands see it.
-pub type WriteConn = rusqlite::Connection;
-
 type Reply = Box<dyn FnOnce(Option<EngineError>) + Send>;
 type Job = Box<dyn FnOnce(&WriteConn) -> (bool, Reply) + Send>;
 
-#[derive(Clone)]
-pub struct Store {
-    jobs: mpsc::Sender<Job>,
-    pub(crate) read: SqlitePool,
+/// A write command's view of the writer's connection.
+struct SqliteTx<'c>(&'c rusqlite::Connection);
+
+impl rusqlite::ToSql for Val {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+        Ok(match self {
+            Val::Int(Some(i)) => ToSqlOutput::Owned(Value::Integer(*i)),
+            Val::Real(Some(r)) => ToSqlOutput::Owned(Value::Real(*r)),
+            Val::Text(Some(t)) => ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes())),
+            Val::Int(None) | Val::Real(None) | Val::Text(None) => ToSqlOutput::Owned(Value::Null),
+        })
+    }
 }
 
-impl Store {
-    /// Opens (creating if missing) the database, applies migrations and starts the writer.
-    pub async fn open(url: &str, durability: Durability) -> Result<Store> {
-        let sync = match durability {
-            Durability::Full => SqliteSynchronous::Full,
-            Durability::Relaxed => SqliteSynchronous::Normal,
-        };
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(|e| EngineError::Storage(format!("database url {url}: {e}")))?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(sync)
-            .busy_timeout(Duration::from_secs(10))
-            .foreign_keys(true)
-            .pragma("temp_store", "memory")
-            .pragma("cache_size", "-16000");
-        if url.contains(":memory:") || url.contains("mode=memory") {
-            // The writer and the readers are separate connections; they must share a file.
-            return Err(EngineError::Storage(format!(
-                "database url {url}: an in-memory database is not supported, give a file path"
-            )));
-        }
-        let mut migrator = SqliteConnection::connect_with(&options).await?;
-        sqlx::migrate!("./migrations")
-            .run(&mut migrator)
-            .await
-            .map_err(|e| EngineError::Storage(format!("migrations: {e}")))?;
-        migrator.close().await?;
-        let writer = open_writer(options.get_filename(), durability)?;
-        let read = SqlitePoolOptions::new()
-            .max_connections(8)
-            .min_connections(1)
-            .connect_with(options.read_only(true))
-            .await?;
-        let (tx, rx) = mpsc::channel::<Job>(4096);
-        // The writer runs whole commands on its own thread, synchronously:
-        // no thread hand-off per statement, and never queued behind HTTP work.
-        std::thread::Builder::new()
-            .name("tollgate-writer".into())
-            .spawn(move || writer_loop(writer, rx))
-            .map_err(|e| EngineError::Storage(format!("writer thread: {e}")))?;
-        Ok(Store { jobs: tx, read })
+impl Tx for SqliteTx<'_> {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
     }
 
+    fn query_rows(&self, sql: &str, args: &[Val]) -> Result<Vec<Row>> {
+        use rusqlite::types::ValueRef;
+        let mut statement = self.0.prepare_cached(sql)?;
+        let columns = statement.column_count();
+        let mut rows = statement.query(rusqlite::params_from_iter(args))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            let mut values = Vec::with_capacity(columns);
+            for i in 0..columns {
+                values.push(match row.get_ref(i)? {
+                    ValueRef::Null => Val::Text(None),
+                    ValueRef::Integer(v) => Val::Int(Some(v)),
+                    ValueRef::Real(v) => Val::Real(Some(v)),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        Val::Text(Some(String::from_utf8_lossy(t).into_owned()))
+                    }
+                });
+            }
+            out.push(Row { values });
+        }
+        Ok(out)
+    }
+
+    fn execute_args(&self, sql: &str, args: &[Val]) -> Result<u64> {
+        Ok(self
+            .0
+            .prepare_cached(sql)?
+            .execute(rusqlite::params_from_iter(args))? as u64)
+    }
+
+    fn execute_batch(&self, sql: &str) -> Result<()> {
+        Ok(self.0.execute_batch(sql)?)
+    }
+}
+
+/// The handle commands are sent through to the writer thread.
+#[derive(Clone)]
+pub(super) struct SqliteWriter {
+    jobs: mpsc::Sender<Job>,
+}
+
+/// Opens (creating if missing) the database file, applies migrations and
+/// starts the writer; returns it with the read pool.
+pub(super) async fn open(url: &str, durability: Durability) -> Result<(SqliteWriter, AnyPool)> {
+    let sync = match durability {
+        Durability::Full => SqliteSynchronous::Full,
+        Durability::Relaxed => SqliteSynchronous::Normal,
+    };
+    if url.contains(":memory:") || url.contains("mode=memory") {
+        // The writer and the readers are separate connections; they must share a file.
+        return Err(EngineError::Storage(format!(
+            "database url {url}: an in-memory database is not supported, give a file path"
+        )));
+    }
+    let options = SqliteConnectOptions::from_str(url)
+        .map_err(|e| EngineError::Storage(format!("database url {url}: {e}")))?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(sync)
+        .busy_timeout(Duration::from_secs(10))
+        .foreign_keys(true);
+    let mut migrator = SqliteConnection::connect_with(&options).await?;
+    sqlx::migrate!("./migrations")
+        .run(&mut migrator)
+        .await
+        .map_err(|e| EngineError::Storage(format!("migrations: {e}")))?;
+    migrator.close().await?;
+    let path = options.get_filename().to_path_buf();
+    let writer = open_writer(&path, durability)?;
+    let read = AnyPoolOptions::new()
+        .max_connections(8)
+        .min_connections(1)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute(
+                    "PRAGMA busy_timeout = 10000; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000;",
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .connect(&format!("sqlite://{}?mode=ro", path.display()))
+        .await?;
+    let (tx, rx) = mpsc::channel::<Job>(4096);
+    // The writer runs whole commands on its own thread, synchronously:
+    // no thread hand-off per statement, and never queued behind HTTP work.
+    std::thread::Builder::new()
+        .name("tollgate-writer".into())
+        .spawn(move || writer_loop(writer, rx))
+        .map_err(|e| EngineError::Storage(format!("writer thread: {e}")))?;
+    Ok((SqliteWriter { jobs: tx }, read))
+}
+
+impl SqliteWriter {
     /// Runs `op` on the writer inside a savepoint of the next group commit and
     /// answers after the commit. An `Err` from `op` rolls back only its own changes.
-    pub async fn write<T, F>(&self, op: F) -> Result<T>
+    pub(super) async fn write<T, F>(&self, op: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&WriteConn) -> Result<T> + Send + 'static,
@@ -121,7 +187,7 @@ impl Store {
 }
 
 /// The write connection, with the same settings the readers get from sqlx.
-fn open_writer(path: &std::path::Path, durability: Durability) -> Result<WriteConn> {
+fn open_writer(path: &std::path::Path, durability: Durability) -> Result<rusqlite::Connection> {
     let conn = rusqlite::Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(10))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
@@ -136,7 +202,7 @@ fn open_writer(path: &std::path::Path, durability: Durability) -> Result<WriteCo
     Ok(conn)
 }
 
-fn writer_loop(conn: WriteConn, mut rx: mpsc::Receiver<Job>) {
+fn writer_loop(conn: rusqlite::Connection, mut rx: mpsc::Receiver<Job>) {
     let mut batch: Vec<Job> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = rx.blocking_recv() {
         batch.push(first);
@@ -169,7 +235,7 @@ fn writer_loop(conn: WriteConn, mut rx: mpsc::Receiver<Job>) {
             }
             // A command that panics is rolled back and its caller told (its
             // reply is dropped); the others in the batch still commit.
-            let (ok, reply) = match std::panic::catch_unwind(AssertUnwindSafe(|| job(&conn))) {
+            let (ok, reply) = match std::panic::catch_unwind(AssertUnwindSafe(|| job(&SqliteTx(&conn)))) {
                 Ok((ok, reply)) => (ok, Some(reply)),
                 Err(_) => (false, None),
             };
@@ -203,9 +269,9 @@ fn writer_loop(conn: WriteConn, mut rx: mpsc::Receiver<Job>) {
 }
 
 /// Produces a job's reply without keeping its effects (used when the batch failed).
-fn run_isolated(conn: &WriteConn, job: Job) -> (bool, Reply) {
+fn run_isolated(conn: &rusqlite::Connection, job: Job) -> (bool, Reply) {
     let _ = conn.execute_batch("SAVEPOINT dead");
-    let out = job(conn);
+    let out = job(&SqliteTx(conn));
     let _ = conn.execute_batch("ROLLBACK TO dead; RELEASE dead");
     out
 }
@@ -213,6 +279,8 @@ fn run_isolated(conn: &WriteConn, job: Job) -> (bool, Reply) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args;
+    use crate::store::Store;
 
     async fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
@@ -240,7 +308,7 @@ mod tests {
             let s = store.clone();
             tasks.push(tokio::spawn(async move {
                 s.write(move |c| {
-                    c.execute("INSERT INTO t (v) VALUES (?)", [v])?;
+                    c.execute("INSERT INTO t (v) VALUES (?)", args![v])?;
                     if v % 4 == 0 {
                         return Err(EngineError::invalid(format!("{v} refused")));
                     }
@@ -270,13 +338,13 @@ mod tests {
         let (_dir, store) = store().await;
         let r: Result<()> = store
             .write(|c| {
-                c.execute("INSERT INTO t (v) VALUES (1)", [])?;
+                c.execute("INSERT INTO t (v) VALUES (1)", &[])?;
                 panic!("a bug in one command");
             })
             .await;
         assert!(matches!(r, Err(EngineError::Storage(_))), "{r:?}");
         store
-            .write(|c| Ok(c.execute("INSERT INTO t (v) VALUES (2)", [])?))
+            .write(|c| Ok(c.execute("INSERT INTO t (v) VALUES (2)", &[])?))
             .await
             .unwrap();
         assert_eq!(values(&store).await, vec![2]);
@@ -290,9 +358,9 @@ mod tests {
             let store = Store::open(&url, durability).await.unwrap();
             let (sync, mode): (i64, String) = store
                 .write(|c| {
-                    let sync = c.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
-                    let mode = c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
-                    Ok((sync, mode))
+                    let sync: Option<i64> = c.query_scalar("PRAGMA synchronous", &[])?;
+                    let mode: Option<String> = c.query_scalar("PRAGMA journal_mode", &[])?;
+                    Ok((sync.unwrap_or_default(), mode.unwrap_or_default()))
                 })
                 .await
                 .unwrap();

@@ -1,0 +1,201 @@
+//! Instances on one PostgreSQL database tell each other what changed, so that
+//! caches and live streams follow a change made through any of them.
+//!
+//! After a command commits, the instance that ran it publishes a short
+//! message with `pg_notify` on one channel; every other instance listens
+//! (`LISTEN`) and drops the cached entry, reloads, or wakes its streams.
+//! Messages are hints sent after the commit: a missed one (the listener's
+//! connection dropped) only costs freshness, so on reconnecting an instance
+//! drops every cache it holds. On SQLite there is one instance and nothing
+//! to tell.
+
+use super::{Engine, Inner};
+use crate::error::Result;
+use sqlx::postgres::PgListener;
+use sqlx::AnyPool;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// The channel every instance listens on.
+const CHANNEL: &str = "tollgate_changes";
+
+/// A committed change other instances must see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// A run's event log grew (wakes SSE streams, long polls and live inboxes).
+    Run(String),
+    /// A directory entry or its password changed or was removed.
+    Principal(String),
+    /// An API key (by digest) was created, changed or revoked.
+    ApiKey(String),
+    /// A workflow definition was registered or replaced.
+    Workflows,
+    /// A token signing key was added, activated, retired or revoked.
+    TokenKeys,
+}
+
+impl Change {
+    fn encode(&self) -> String {
+        match self {
+            Change::Run(id) => format!("run {id}"),
+            Change::Principal(id) => format!("principal {id}"),
+            Change::ApiKey(hash) => format!("key {hash}"),
+            Change::Workflows => "workflows".into(),
+            Change::TokenKeys => "token-keys".into(),
+        }
+    }
+
+    fn decode(text: &str) -> Option<Change> {
+        let (kind, arg) = text.split_once(' ').unwrap_or((text, ""));
+        Some(match (kind, arg) {
+            ("run", id) if !id.is_empty() => Change::Run(id.into()),
+            ("principal", id) if !id.is_empty() => Change::Principal(id.into()),
+            ("key", hash) if !hash.is_empty() => Change::ApiKey(hash.into()),
+            ("workflows", "") => Change::Workflows,
+            ("token-keys", "") => Change::TokenKeys,
+            _ => return None,
+        })
+    }
+}
+
+/// This instance's side of the feed.
+pub(crate) struct Peers {
+    /// Prefix of this instance's messages, so it skips its own.
+    pub(super) instance: String,
+    outgoing: mpsc::UnboundedSender<String>,
+}
+
+impl Peers {
+    /// Starts the publisher and the listener of an engine on PostgreSQL.
+    pub(crate) async fn start(url: &str, pool: AnyPool) -> Result<(Peers, PgListener)> {
+        let instance = crate::ids::new_opaque();
+        let (outgoing, incoming) = mpsc::unbounded_channel();
+        tokio::spawn(publish(pool, incoming));
+        let mut listener = PgListener::connect(url).await?;
+        listener.listen(CHANNEL).await?;
+        Ok((Peers { instance, outgoing }, listener))
+    }
+
+    pub(crate) fn send(&self, change: &Change) {
+        let _ = self
+            .outgoing
+            .send(format!("{} {}", self.instance, change.encode()));
+    }
+}
+
+/// Sends queued messages, one `pg_notify` each, in order.
+async fn publish(pool: AnyPool, mut incoming: mpsc::UnboundedReceiver<String>) {
+    while let Some(message) = incoming.recv().await {
+        if let Err(e) = sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(&message)
+            .execute(&pool)
+            .await
+        {
+            tracing::warn!(error = %e, "telling other instances of a change failed");
+        }
+    }
+}
+
+/// Applies other instances' messages until the engine is dropped.
+pub(crate) async fn listen(engine: Weak<Inner>, instance: String, mut listener: PgListener) {
+    let own = format!("{instance} ");
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(1), listener.try_recv()).await;
+        let Some(inner) = engine.upgrade() else {
+            return;
+        };
+        let engine = Engine { inner };
+        match message {
+            Err(_) => continue, // no message this second; check the engine is alive
+            Ok(Ok(Some(n))) => {
+                let payload = n.payload();
+                if payload.starts_with(&own) {
+                    continue;
+                }
+                let text = payload.split_once(' ').map_or("", |(_, rest)| rest);
+                match Change::decode(text) {
+                    Some(change) => engine.apply_peer_change(change).await,
+                    None => tracing::warn!(message = %payload, "unknown change message"),
+                }
+            }
+            Ok(Ok(None)) => {
+                // The connection dropped (it reconnects on the next call):
+                // messages may have been missed.
+                tracing::warn!("change feed reconnecting; dropping caches");
+                engine.drop_caches().await;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "change feed failed; retrying");
+                engine.drop_caches().await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Tells other instances (if any) of a committed change.
+    pub(crate) fn publish(&self, change: Change) {
+        if let Some(peers) = &self.inner.peers {
+            peers.send(&change);
+        }
+    }
+
+    async fn apply_peer_change(&self, change: Change) {
+        match change {
+            Change::Run(run_id) => self.notify_local(&run_id),
+            Change::Principal(id) => {
+                self.forget_principal(&id);
+                self.forget_credentials(&id);
+            }
+            Change::ApiKey(hash) => self.forget_api_key(&hash),
+            Change::Workflows => {
+                if let Err(e) = self.load_registered().await {
+                    tracing::warn!(error = %e, "reloading workflows failed");
+                }
+            }
+            Change::TokenKeys => {
+                if let Err(e) = self.reload_token_keys().await {
+                    tracing::warn!(error = %e, "reloading token keys failed");
+                }
+            }
+        }
+    }
+
+    /// Forgets everything cached from the database (after missed messages).
+    async fn drop_caches(&self) {
+        self.inner.principals.write().expect("lock").clear();
+        self.inner.keys.write().expect("lock").clear();
+        self.inner.sign_in.credentials.write().expect("lock").clear();
+        let _ = self.load_registered().await;
+        let _ = self.reload_token_keys().await;
+    }
+}
+
+/// Keeps the listener's engine handle weak: the task ends with the engine.
+pub(crate) fn spawn_listener(engine: &Arc<Inner>, instance: String, listener: PgListener) {
+    tokio::spawn(listen(Arc::downgrade(engine), instance, listener));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_round_trip_and_junk_is_refused() {
+        for c in [
+            Change::Run("acme/r1".into()),
+            Change::Principal("ann".into()),
+            Change::ApiKey("ab12".into()),
+            Change::Workflows,
+            Change::TokenKeys,
+        ] {
+            assert_eq!(Change::decode(&c.encode()), Some(c));
+        }
+        for junk in ["", "run", "run ", "nope x", "workflows x"] {
+            assert_eq!(Change::decode(junk), None, "{junk:?}");
+        }
+    }
+}

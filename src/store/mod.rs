@@ -1,0 +1,145 @@
+//! The store boundary: every statement the engine runs goes through here.
+//!
+//! Two back ends, chosen by the database URL:
+//! - `sqlite://…` (the embedded default): one writer thread applies whole
+//!   commands with group commit ([`sqlite`]);
+//! - `postgres://…`: each command is its own transaction on a pooled
+//!   connection, serialised against other instances by row locks ([`postgres`]).
+//!
+//! A write command is a synchronous closure over a [`Tx`]; the engine writes
+//! its SQL once (`?` placeholders) and asks [`Tx::dialect`] for the few
+//! statements that differ. Reads go through an sqlx `Any` pool.
+
+mod postgres;
+pub mod sql;
+mod sqlite;
+pub mod testing;
+mod value;
+
+pub use sql::Dialect;
+pub use sqlite::Durability;
+pub use value::{FromVal, Row, ToVal, Val};
+
+use crate::error::{EngineError, Result};
+use sqlx::AnyPool;
+use std::borrow::Cow;
+
+/// One open transaction of one write command.
+pub trait Tx {
+    fn dialect(&self) -> Dialect;
+    /// Runs a statement and returns every row it produces.
+    fn query_rows(&self, sql: &str, args: &[Val]) -> Result<Vec<Row>>;
+    /// Runs a statement and returns the number of rows it changed.
+    fn execute_args(&self, sql: &str, args: &[Val]) -> Result<u64>;
+    /// Runs statements without arguments (savepoints).
+    fn execute_batch(&self, sql: &str) -> Result<()>;
+}
+
+/// The connection a write command sees (borrowed for the command only).
+pub type WriteConn<'c> = dyn Tx + 'c;
+
+impl dyn Tx + '_ {
+    pub fn execute(&self, sql: &str, args: &[Val]) -> Result<usize> {
+        Ok(self.execute_args(sql, args)? as usize)
+    }
+
+    /// The first row, mapped; `None` when there is none.
+    pub fn query_opt<T>(
+        &self,
+        sql: &str,
+        args: &[Val],
+        map: impl FnOnce(&Row) -> Result<T>,
+    ) -> Result<Option<T>> {
+        match self.query_rows(sql, args)?.first() {
+            Some(row) => map(row).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Every row, mapped.
+    pub fn query_map<T>(
+        &self,
+        sql: &str,
+        args: &[Val],
+        map: impl FnMut(&Row) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        self.query_rows(sql, args)?.iter().map(map).collect()
+    }
+
+    /// The first column of the first row; `None` when there is no row.
+    pub fn query_scalar<T: FromVal>(&self, sql: &str, args: &[Val]) -> Result<Option<T>> {
+        self.query_opt(sql, args, |r| r.get(0))
+    }
+}
+
+#[derive(Clone)]
+enum Writer {
+    Sqlite(sqlite::SqliteWriter),
+    Postgres(postgres::PgWriter),
+}
+
+/// The database: a writer for commands and a pool of readers.
+#[derive(Clone)]
+pub struct Store {
+    writer: Writer,
+    pub(crate) read: AnyPool,
+    dialect: Dialect,
+}
+
+impl Store {
+    /// Opens (creating if missing) the database the URL names, applies its
+    /// migrations and starts the writer.
+    pub async fn open(url: &str, durability: Durability) -> Result<Store> {
+        sqlx::any::install_default_drivers();
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let (writer, read) = postgres::open(url, durability).await?;
+            Ok(Store {
+                writer: Writer::Postgres(writer),
+                read,
+                dialect: Dialect::Postgres,
+            })
+        } else if url.starts_with("sqlite:") {
+            let (writer, read) = sqlite::open(url, durability).await?;
+            Ok(Store {
+                writer: Writer::Sqlite(writer),
+                read,
+                dialect: Dialect::Sqlite,
+            })
+        } else {
+            Err(EngineError::Storage(format!(
+                "database url {url}: give sqlite://<file> or postgres://<user>@<host>/<database>"
+            )))
+        }
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// A read statement in the pool's placeholder syntax.
+    pub fn q<'s>(&self, sql: &'s str) -> Cow<'s, str> {
+        self.dialect.placeholders(sql)
+    }
+
+    /// Runs `op` as one atomic command and answers after it is durable. An
+    /// `Err` from `op` (or a panic in it) leaves nothing of it behind.
+    pub async fn write<T, F>(&self, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&WriteConn) -> Result<T> + Send + 'static,
+    {
+        match &self.writer {
+            Writer::Sqlite(w) => w.write(op).await,
+            Writer::Postgres(w) => w.write(op).await,
+        }
+    }
+}
+
+/// The dialect of a read connection from the pool.
+pub fn any_dialect(conn: &sqlx::AnyConnection) -> Dialect {
+    if conn.backend_name().eq_ignore_ascii_case("postgresql") {
+        Dialect::Postgres
+    } else {
+        Dialect::Sqlite
+    }
+}

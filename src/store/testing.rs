@@ -1,0 +1,58 @@
+//! Databases for the test suites, on the back end the test run asks for.
+//!
+//! Without `TOLLGATE_TEST_POSTGRES` a test gets the SQLite file it names.
+//! With it set to a PostgreSQL server URL (the private server that
+//! `scripts/pg.sh` starts), the same test gets a database of that server
+//! named after the file path, so a test that reopens "its file" reopens its
+//! database, and tests never share one.
+
+use crate::error::{EngineError, Result};
+use sha2::{Digest, Sha256};
+use sqlx::{Connection, Executor, PgConnection};
+use std::path::Path;
+
+/// The variable naming the PostgreSQL server to test against.
+pub const POSTGRES_ENV: &str = "TOLLGATE_TEST_POSTGRES";
+
+/// The server URL when the test run is on PostgreSQL.
+pub fn postgres_server() -> Option<String> {
+    std::env::var(POSTGRES_ENV).ok().filter(|v| !v.is_empty())
+}
+
+/// The database URL for the test database "at" `path`, created on first use.
+pub async fn database_url(path: &Path) -> Result<String> {
+    let Some(server) = postgres_server() else {
+        return Ok(format!("sqlite://{}", path.display()));
+    };
+    let digest = hex::encode(Sha256::digest(path.display().to_string().as_bytes()));
+    let name = format!("t_{}", &digest[..24]);
+    let mut admin = PgConnection::connect(&server).await?;
+    let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
+        .bind(&name)
+        .fetch_optional(&mut admin)
+        .await?;
+    if exists.is_none() {
+        // The name is hex, so it needs no quoting.
+        admin.execute(format!("CREATE DATABASE {name}").as_str()).await?;
+    }
+    admin.close().await?;
+    let mut url =
+        url::Url::parse(&server).map_err(|e| EngineError::Storage(format!("{POSTGRES_ENV}: {e}")))?;
+    url.set_path(&name);
+    Ok(url.to_string())
+}
+
+/// [`database_url`] for synchronous callers (it runs on its own thread, so it
+/// may be called from inside an async test).
+pub fn database_url_blocking(path: &Path) -> Result<String> {
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| EngineError::Storage(e.to_string()))?
+            .block_on(database_url(&path))
+    })
+    .join()
+    .map_err(|_| EngineError::Storage("test database thread panicked".into()))?
+}

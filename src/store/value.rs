@@ -1,0 +1,233 @@
+//! The values a write command binds and reads, the same on every back end.
+//!
+//! Each value keeps its SQL type even when it is NULL: PostgreSQL types every
+//! parameter, and a NULL bound as text cannot be stored in a BIGINT column.
+
+use crate::error::{EngineError, Result};
+
+/// One SQL value: an integer, a text or a real, each possibly NULL.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Val {
+    Int(Option<i64>),
+    Text(Option<String>),
+    Real(Option<f64>),
+}
+
+impl Val {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Val::Int(None) | Val::Text(None) | Val::Real(None))
+    }
+}
+
+/// A Rust value that binds as one [`Val`].
+pub trait ToVal {
+    fn to_val(&self) -> Val;
+    /// The NULL of this type (what `None::<Self>` binds as).
+    fn null() -> Val
+    where
+        Self: Sized;
+}
+
+impl ToVal for i64 {
+    fn to_val(&self) -> Val {
+        Val::Int(Some(*self))
+    }
+    fn null() -> Val {
+        Val::Int(None)
+    }
+}
+
+impl ToVal for i32 {
+    fn to_val(&self) -> Val {
+        Val::Int(Some(i64::from(*self)))
+    }
+    fn null() -> Val {
+        Val::Int(None)
+    }
+}
+
+impl ToVal for u16 {
+    fn to_val(&self) -> Val {
+        Val::Int(Some(i64::from(*self)))
+    }
+    fn null() -> Val {
+        Val::Int(None)
+    }
+}
+
+/// Booleans are stored as 0/1 integers on every back end.
+impl ToVal for bool {
+    fn to_val(&self) -> Val {
+        Val::Int(Some(i64::from(*self)))
+    }
+    fn null() -> Val {
+        Val::Int(None)
+    }
+}
+
+impl ToVal for f64 {
+    fn to_val(&self) -> Val {
+        Val::Real(Some(*self))
+    }
+    fn null() -> Val {
+        Val::Real(None)
+    }
+}
+
+impl ToVal for str {
+    fn to_val(&self) -> Val {
+        Val::Text(Some(self.to_string()))
+    }
+}
+
+impl ToVal for String {
+    fn to_val(&self) -> Val {
+        Val::Text(Some(self.clone()))
+    }
+    fn null() -> Val {
+        Val::Text(None)
+    }
+}
+
+impl<T: ToVal + ?Sized> ToVal for &T {
+    fn to_val(&self) -> Val {
+        (**self).to_val()
+    }
+    fn null() -> Val {
+        // `Option<&T>` is NULL of T's type; unsized T (`str`) is text.
+        Val::Text(None)
+    }
+}
+
+impl<T: ToVal> ToVal for Option<T> {
+    fn to_val(&self) -> Val {
+        match self {
+            Some(v) => v.to_val(),
+            None => T::null(),
+        }
+    }
+    fn null() -> Val {
+        T::null()
+    }
+}
+
+impl ToVal for Val {
+    fn to_val(&self) -> Val {
+        self.clone()
+    }
+    fn null() -> Val {
+        Val::Text(None)
+    }
+}
+
+/// Builds the argument list of a statement: `args![a, b]`.
+#[macro_export]
+macro_rules! args {
+    ($($v:expr),* $(,)?) => {
+        &[$($crate::store::ToVal::to_val(&$v)),*][..]
+    };
+}
+
+/// One result row, its columns in the order the statement selected them.
+#[derive(Debug, Clone, Default)]
+pub struct Row {
+    pub(crate) values: Vec<Val>,
+}
+
+impl Row {
+    pub fn get<T: FromVal>(&self, index: usize) -> Result<T> {
+        let v = self
+            .values
+            .get(index)
+            .ok_or_else(|| EngineError::Storage(format!("column {index} was not selected")))?;
+        T::from_val(v).map_err(|e| EngineError::Storage(format!("column {index}: {e}")))
+    }
+}
+
+/// A Rust value decoded from one [`Val`].
+pub trait FromVal: Sized {
+    fn from_val(v: &Val) -> std::result::Result<Self, String>;
+}
+
+impl FromVal for i64 {
+    fn from_val(v: &Val) -> std::result::Result<Self, String> {
+        match v {
+            Val::Int(Some(i)) => Ok(*i),
+            other => Err(format!("expected an integer, found {other:?}")),
+        }
+    }
+}
+
+impl FromVal for bool {
+    fn from_val(v: &Val) -> std::result::Result<Self, String> {
+        i64::from_val(v).map(|i| i != 0)
+    }
+}
+
+impl FromVal for f64 {
+    fn from_val(v: &Val) -> std::result::Result<Self, String> {
+        match v {
+            Val::Real(Some(r)) => Ok(*r),
+            Val::Int(Some(i)) => Ok(*i as f64),
+            other => Err(format!("expected a number, found {other:?}")),
+        }
+    }
+}
+
+impl FromVal for String {
+    fn from_val(v: &Val) -> std::result::Result<Self, String> {
+        match v {
+            Val::Text(Some(s)) => Ok(s.clone()),
+            other => Err(format!("expected a text, found {other:?}")),
+        }
+    }
+}
+
+impl<T: FromVal> FromVal for Option<T> {
+    fn from_val(v: &Val) -> std::result::Result<Self, String> {
+        if v.is_null() {
+            Ok(None)
+        } else {
+            T::from_val(v).map(Some)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_none_binds_as_the_null_of_its_type() {
+        let none_int: Option<i64> = None;
+        let none_text: Option<String> = None;
+        let some: Option<&str> = Some("x");
+        let row = args![none_int, none_text, some, 3i64, true, "t"];
+        assert_eq!(
+            row,
+            &[
+                Val::Int(None),
+                Val::Text(None),
+                Val::Text(Some("x".into())),
+                Val::Int(Some(3)),
+                Val::Int(Some(1)),
+                Val::Text(Some("t".into())),
+            ]
+        );
+    }
+
+    #[test]
+    fn decoding_checks_the_type_and_names_the_column() {
+        let row = Row {
+            values: vec![Val::Int(Some(7)), Val::Text(None), Val::Text(Some("a".into()))],
+        };
+        assert_eq!(row.get::<i64>(0).unwrap(), 7);
+        assert!(row.get::<bool>(0).unwrap());
+        assert_eq!(row.get::<Option<i64>>(1).unwrap(), None);
+        assert_eq!(row.get::<String>(2).unwrap(), "a");
+        let err = row.get::<i64>(2).unwrap_err().to_string();
+        assert!(err.contains("column 2"), "{err}");
+        assert!(row.get::<String>(1).is_err(), "NULL is not a text");
+        assert!(row.get::<i64>(9).is_err());
+    }
+}
