@@ -385,9 +385,11 @@ impl Engine {
             wf.version.clone(),
             wf.name.clone(),
         );
+        let notice = self.peer_message(peers::Change::Workflows);
         self.inner
             .store
             .write(move |conn| {
+                peers::notify_in(conn, &notice)?;
                 conn.execute(
                     "INSERT INTO workflow_versions (digest, workflow_id, definition, registered_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     args![d, id, text, now],
@@ -410,7 +412,6 @@ impl Engine {
             .write()
             .expect("lock")
             .insert((tenant.to_string(), info.id.clone()), digest);
-        self.publish(peers::Change::Workflows);
         Ok(info)
     }
 
@@ -553,9 +554,11 @@ impl Engine {
         ids::check_tenant_id("tenant", &p.tenant)?;
         self.inner.principals.write().expect("lock").remove(&p.id);
         let id = p.id.clone();
+        let notice = self.peer_message(peers::Change::Principal(id.clone()));
         let result = self.inner
             .store
             .write(move |conn| {
+                peers::notify_in(conn, &notice)?;
                 conn.execute(
                     "INSERT INTO principals (id, tenant, name, email, groups, roles, is_override) VALUES (?, ?, ?, ?, ?, ?, ?) \
                      ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, name = excluded.name, email = excluded.email, groups = excluded.groups, roles = excluded.roles, is_override = excluded.is_override",
@@ -574,9 +577,6 @@ impl Engine {
             .await;
         // Drop anything cached while the write was in flight.
         self.inner.principals.write().expect("lock").remove(&id);
-        if result.is_ok() {
-            self.publish(peers::Change::Principal(id));
-        }
         result
     }
 
@@ -646,9 +646,11 @@ impl Engine {
         let hash = auth::hash_key(key);
         let scope_text = scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ");
         let (h, p, now) = (hash.clone(), principal.to_string(), self.now());
+        let notice = self.peer_message(peers::Change::ApiKey(hash.clone()));
         self.inner
             .store
             .write(move |conn| {
+                peers::notify_in(conn, &notice)?;
                 conn.execute(
                     "INSERT INTO api_keys (key_hash, principal, scopes, label, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL) \
                      ON CONFLICT (key_hash) DO UPDATE SET principal = excluded.principal, scopes = excluded.scopes, label = excluded.label",
@@ -658,7 +660,6 @@ impl Engine {
             })
             .await?;
         self.forget_api_key(&hash);
-        self.publish(peers::Change::ApiKey(hash));
         Ok(())
     }
 

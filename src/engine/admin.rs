@@ -903,9 +903,11 @@ impl Engine {
             }
         };
         let (h, now) = (hash.clone(), self.now());
+        let notice = self.peer_message(super::peers::Change::ApiKey(hash.clone()));
         self.inner
             .store
             .write(move |conn| {
+                super::peers::notify_in(conn, &notice)?;
                 conn.execute(
                     "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE key_hash = ?",
                     args![now, h],
@@ -914,7 +916,6 @@ impl Engine {
             })
             .await?;
         self.forget_api_key(&hash);
-        self.publish(super::peers::Change::ApiKey(hash.clone()));
         let row: (String, String, Option<String>, Millis, Option<Millis>) =
             sqlx::query_as(&self.inner.store.q(
                 "SELECT principal, scopes, label, created_at, revoked_at FROM api_keys WHERE key_hash = ?",

@@ -11,6 +11,7 @@
 
 use super::{Engine, Inner};
 use crate::error::Result;
+use crate::store::WriteConn;
 use sqlx::postgres::PgListener;
 use sqlx::AnyPool;
 use std::sync::{Arc, Weak};
@@ -135,12 +136,32 @@ pub(crate) async fn listen(engine: Weak<Inner>, instance: String, mut listener: 
     }
 }
 
+/// Sends `message` (from [`Engine::peer_message`]) inside a write command:
+/// PostgreSQL delivers it when, and only if, the command commits.
+pub(crate) fn notify_in(conn: &WriteConn, message: &Option<String>) -> Result<()> {
+    if let Some(m) = message {
+        conn.execute("SELECT pg_notify(?, ?)", crate::args![CHANNEL, m])?;
+    }
+    Ok(())
+}
+
 impl Engine {
-    /// Tells other instances (if any) of a committed change.
+    /// Tells other instances (if any) of a committed change, after the fact.
+    /// For run notices: frequent, and only hints.
     pub(crate) fn publish(&self, change: Change) {
         if let Some(peers) = &self.inner.peers {
             peers.send(&change);
         }
+    }
+
+    /// The message for a change that must reach every instance even if this
+    /// one dies right after the commit; send it with [`notify_in`] in the
+    /// command that makes the change (directory, keys, definitions).
+    pub(crate) fn peer_message(&self, change: Change) -> Option<String> {
+        self.inner
+            .peers
+            .as_ref()
+            .map(|p| format!("{} {}", p.instance, change.encode()))
     }
 
     async fn apply_peer_change(&self, change: Change) {

@@ -98,10 +98,12 @@ impl Engine {
             passwords::check_phc(phc)?;
         }
         let (id, phc) = (principal_id.to_string(), phc.map(str::to_string));
+        let notice = self.peer_message(super::peers::Change::Principal(id.clone()));
         let changed = self
             .inner
             .store
             .write(move |conn| {
+                super::peers::notify_in(conn, &notice)?;
                 Ok(conn.execute(
                     "UPDATE principals SET password_generation = password_generation + \
                      CASE WHEN password_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, password_hash = ?1 WHERE id = ?2",
@@ -110,7 +112,6 @@ impl Engine {
             })
             .await?;
         self.forget_credentials(principal_id);
-        self.publish(super::peers::Change::Principal(principal_id.to_string()));
         if changed == 0 {
             return Err(EngineError::validation(
                 "principal",
@@ -138,6 +139,7 @@ impl Engine {
     /// and their API keys are revoked. Votes they cast stay in the audit.
     pub async fn remove_principal(&self, principal_id: &str) -> Result<()> {
         let (id, now) = (principal_id.to_string(), self.now());
+        let this = self.clone();
         let hashes = self
             .inner
             .store
@@ -147,6 +149,11 @@ impl Engine {
                     args![id],
                     |r| r.get(0),
                 )?;
+                use super::peers::{notify_in, Change};
+                notify_in(conn, &this.peer_message(Change::Principal(id.clone())))?;
+                for h in &hashes {
+                    notify_in(conn, &this.peer_message(Change::ApiKey(h.clone())))?;
+                }
                 conn.execute(
                     "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE principal = ?",
                     args![now, id],
@@ -159,11 +166,9 @@ impl Engine {
             .await?;
         for h in &hashes {
             self.forget_api_key(h);
-            self.publish(super::peers::Change::ApiKey(h.clone()));
         }
         self.forget_principal(principal_id);
         self.forget_credentials(principal_id);
-        self.publish(super::peers::Change::Principal(principal_id.to_string()));
         Ok(())
     }
 

@@ -218,10 +218,12 @@ impl Engine {
             *self.inner.token_ttl_ms.write().expect("lock") = ttl;
         }
         let now = self.now();
+        let notice = self.peer_message(super::peers::Change::TokenKeys);
         let removed = self
             .inner
             .store
             .write(move |conn| {
+                super::peers::notify_in(conn, &notice)?;
                 for k in &keys {
                     let source: Option<String> =
                         conn.query_scalar("SELECT source FROM token_keys WHERE kid = ?", args![k.kid])?;
@@ -259,7 +261,6 @@ impl Engine {
             })
             .await?;
         self.reload_token_keys().await?;
-        self.publish(super::peers::Change::TokenKeys);
         Ok(KeySync { removed })
     }
 
@@ -293,10 +294,12 @@ impl Engine {
         check_kid("kid", kid)?;
         let (kid, secret, now) = (kid.to_string(), auth::generate_key(), self.now());
         let k = kid.clone();
+        let notice = self.peer_message(super::peers::Change::TokenKeys);
         let inserted = self
             .inner
             .store
             .write(move |conn| {
+                super::peers::notify_in(conn, &notice)?;
                 Ok(conn.execute(
                     "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
                      VALUES (?, ?, ?, ?, ?, NULL) ON CONFLICT (kid) DO NOTHING",
@@ -349,10 +352,14 @@ impl Engine {
 
     async fn change_token_key(&self, kid: &str, sql: &'static str) -> Result<TokenKeyRow> {
         let (k, now) = (kid.to_string(), self.now());
+        let notice = self.peer_message(super::peers::Change::TokenKeys);
         let changed = self
             .inner
             .store
-            .write(move |conn| Ok(conn.execute(sql, args![now, k])? == 1))
+            .write(move |conn| {
+                super::peers::notify_in(conn, &notice)?;
+                Ok(conn.execute(sql, args![now, k])? == 1)
+            })
             .await?;
         if !changed {
             let row = self.token_keys().await?.into_iter().find(|r| r.kid == kid);
@@ -369,7 +376,6 @@ impl Engine {
 
     async fn changed_key(&self, kid: &str) -> Result<TokenKeyRow> {
         self.reload_token_keys().await?;
-        self.publish(super::peers::Change::TokenKeys);
         self.token_keys()
             .await?
             .into_iter()

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod smtp;
+
 use reqwest::header::HeaderMap;
 use reqwest::Method;
 use serde_json::{json, Value};
