@@ -36,7 +36,7 @@ case "${1:-}" in
   start)
     if [ ! -f "$dir/data/PG_VERSION" ]; then
       mkdir -p "$dir"
-      [ "$(id -u)" = 0 ] && chown postgres: "$dir"
+      if [ "$(id -u)" = 0 ]; then chown postgres: "$dir"; fi
       # C collation: text compares byte by byte, as in SQLite.
       as_owner "$bin/initdb" -D "$dir/data" -U tollgate --auth=trust --encoding=UTF8 --locale=C >"$dir/initdb.log" 2>&1 \
         || { cat "$dir/initdb.log" >&2; exit 1; }

@@ -12,6 +12,9 @@ say() { echo "=== setup: $*"; }
 missing=()
 command -v chromium >/dev/null || missing+=(chromium)
 command -v wasm-opt >/dev/null || missing+=(binaryen)
+# PostgreSQL server binaries: the tests start a private server (scripts/pg.sh).
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v psql >/dev/null || missing+=(postgresql-client)
 if ((${#missing[@]})); then
   say "apt: ${missing[*]}"
   apt-get update -qq

@@ -17,8 +17,16 @@ cargo leptos build
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "unit and integration tests"
+step "unit and integration tests (SQLite)"
 cargo test --workspace
+
+step "engine and HTTP tests again on PostgreSQL (a private server), and two instances on it"
+export TOLLGATE_PG_DIR=$(mktemp -d /tmp/tollgate-pg.XXXXXX)
+trap 'scripts/pg.sh stop || true; rm -rf "$TOLLGATE_PG_DIR"' EXIT
+pg_url=$(scripts/pg.sh start)
+TOLLGATE_TEST_POSTGRES="$pg_url" cargo test -p tollgate --tests
+TOLLGATE_TEST_POSTGRES="$pg_url" cargo test -p tollgate-server --tests
+scripts/schema-parity.sh
 
 step "browser tests"
 node --test --test-concurrency=1 end2end/
