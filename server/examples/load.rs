@@ -3,13 +3,16 @@
 //!
 //! cargo run --release -p tollgate-server --example load -- \
 //!     --url http://127.0.0.1:3000 --key KEY --runs 4000 --concurrency 16
+//!
+//! `--url` may list several instances, comma-separated: requests go to them
+//! in turn (a round-robin load balancer).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 struct Args {
-    url: String,
+    urls: Vec<String>,
     key: String,
     runs: usize,
     concurrency: usize,
@@ -18,7 +21,7 @@ struct Args {
 
 fn parse_args() -> Args {
     let mut a = Args {
-        url: "http://127.0.0.1:3000".into(),
+        urls: vec!["http://127.0.0.1:3000".into()],
         key: String::new(),
         runs: 2000,
         concurrency: 16,
@@ -28,7 +31,7 @@ fn parse_args() -> Args {
     while let Some(flag) = it.next() {
         let mut val = || it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
         match flag.as_str() {
-            "--url" => a.url = val(),
+            "--url" => a.urls = val().split(',').map(str::to_string).collect(),
             "--key" => a.key = val(),
             "--runs" => a.runs = val().parse().expect("--runs N"),
             "--concurrency" => a.concurrency = val().parse().expect("--concurrency C"),
@@ -104,12 +107,12 @@ async fn main() {
     let (c, a, u, w, ids) = (
         client.clone(),
         auth.clone(),
-        args.url.clone(),
+        args.urls.clone(),
         args.workflow.clone(),
         run_ids.clone(),
     );
     let (wall, lat) = phase(args.runs, args.concurrency, move |i| {
-        let (c, a, u, w, ids) = (c.clone(), a.clone(), u.clone(), w.clone(), ids.clone());
+        let (c, a, u, w, ids) = (c.clone(), a.clone(), u[i % u.len()].clone(), w.clone(), ids.clone());
         async move {
             let res = c
                 .post(format!("{u}/runs"))
@@ -126,9 +129,10 @@ async fn main() {
     .await;
     report("create", args.runs, wall, &lat);
 
-    let (c, a, u) = (client.clone(), auth.clone(), args.url.clone());
+    let (c, a, u) = (client.clone(), auth.clone(), args.urls.clone());
     let (wall, lat) = phase(args.runs, args.concurrency, move |i| {
-        let (c, a, u) = (c.clone(), a.clone(), u.clone());
+        // The other instance than the one that created the run.
+        let (c, a, u) = (c.clone(), a.clone(), u[(i + 1) % u.len()].clone());
         let id = run_ids.lock().unwrap()[i].clone();
         async move {
             let res = c
