@@ -1564,6 +1564,16 @@ impl Engine {
         Ok(out)
     }
 
+    /// Whether the database answers (the health check: cheap at any size).
+    pub async fn ping(&self) -> Result<()> {
+        let one: i64 = sqlx::query_scalar("SELECT 1").fetch_one(&self.inner.store.read).await?;
+        if one == 1 {
+            Ok(())
+        } else {
+            Err(EngineError::Storage("the database answered SELECT 1 wrongly".into()))
+        }
+    }
+
     pub async fn overview(&self) -> Result<Overview> {
         let (runs, pending): (i64, i64) = sqlx::query_as(&self.inner.store.q(
             "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM interrupts WHERE status = 'pending')",

@@ -22,8 +22,8 @@ use serde_json::json;
     )
 )]
 pub async fn healthz(State(state): State<AppState>) -> Response {
-    match state.engine.overview().await {
-        Ok(_) => axum::Json(json!({"status": "ok"})).into_response(),
+    match state.engine.ping().await {
+        Ok(()) => axum::Json(json!({"status": "ok"})).into_response(),
         Err(e) => (
             StatusCode::SERVICE_UNAVAILABLE,
             axum::Json(json!({"status": "unavailable", "error": e.to_string()})),
