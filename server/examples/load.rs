@@ -112,7 +112,13 @@ async fn main() {
         run_ids.clone(),
     );
     let (wall, lat) = phase(args.runs, args.concurrency, move |i| {
-        let (c, a, u, w, ids) = (c.clone(), a.clone(), u[i % u.len()].clone(), w.clone(), ids.clone());
+        let (c, a, u, w, ids) = (
+            c.clone(),
+            a.clone(),
+            u[i % u.len()].clone(),
+            w.clone(),
+            ids.clone(),
+        );
         async move {
             let res = c
                 .post(format!("{u}/runs"))

@@ -104,11 +104,11 @@ impl Engine {
             .store
             .write(move |conn| {
                 super::peers::notify_in(conn, &notice)?;
-                Ok(conn.execute(
+                conn.execute(
                     "UPDATE principals SET password_generation = password_generation + \
                      CASE WHEN password_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, password_hash = ?1 WHERE id = ?2",
                     args![phc, id],
-                )?)
+                )
             })
             .await?;
         self.forget_credentials(principal_id);

@@ -287,7 +287,7 @@ mod tests {
         let url = format!("sqlite://{}", dir.path().join("t.db").display());
         let store = Store::open(&url, Durability::Full).await.unwrap();
         store
-            .write(|c| Ok(c.execute_batch("CREATE TABLE t (v INTEGER NOT NULL)")?))
+            .write(|c| c.execute_batch("CREATE TABLE t (v INTEGER NOT NULL)"))
             .await
             .unwrap();
         (dir, store)
@@ -344,7 +344,7 @@ mod tests {
             .await;
         assert!(matches!(r, Err(EngineError::Storage(_))), "{r:?}");
         store
-            .write(|c| Ok(c.execute("INSERT INTO t (v) VALUES (2)", &[])?))
+            .write(|c| c.execute("INSERT INTO t (v) VALUES (2)", &[]))
             .await
             .unwrap();
         assert_eq!(values(&store).await, vec![2]);

@@ -1,0 +1,103 @@
+//! Idempotency-Key: one stored outcome per key, operation and body.
+
+use super::*;
+
+/// An Idempotency-Key bound to one operation and request body.
+#[derive(Debug, Clone)]
+pub struct Idem {
+    key: String,
+    operation: String,
+    digest: String,
+}
+
+impl Idem {
+    /// Checks the key's grammar and fingerprints the request.
+    pub fn new(key: &str, operation: &str, body: &Value) -> Result<Idem> {
+        if !ids::is_idempotency_key(key) {
+            return Err(EngineError::IdempotencyKeyInvalid(
+                "Idempotency-Key must match ^[A-Za-z0-9._~-]{22,128}$".into(),
+            ));
+        }
+        let digest = hex::encode(Sha256::digest(format!("{operation}\n{body}").as_bytes()));
+        Ok(Idem {
+            key: key.to_string(),
+            operation: operation.to_string(),
+            digest,
+        })
+    }
+}
+
+/// Runs `op` under an optional Idempotency-Key: a stored outcome for the same
+/// key and body is replayed; the same key with another body is refused.
+pub(super) fn run_idempotent<T, F>(
+    conn: &WriteConn,
+    tenant: &str,
+    idem: Option<Idem>,
+    op: F,
+) -> Result<Outcome<T>>
+where
+    T: Serialize + DeserializeOwned,
+    F: FnOnce(&WriteConn) -> Result<T>,
+{
+    let Some(idem) = idem else {
+        // Without a key an error simply rolls the command back (the writer's savepoint).
+        return op(conn).map(|v| Outcome {
+            result: Ok(v),
+            replayed: false,
+        });
+    };
+    if conn.dialect() == crate::store::Dialect::Postgres {
+        // Two instances given the same key at once: the second waits here for
+        // the first to commit, then replays its record.
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(? || '/' || ? || '/' || ?, 0))",
+            args![tenant, idem.operation, idem.key],
+        )?;
+    }
+    let stored: Option<(String, String)> = conn.query_opt(
+        "SELECT digest, outcome FROM idempotency WHERE tenant = ? AND operation = ? AND key = ?",
+        args![tenant, idem.operation, idem.key],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    if let Some((digest, outcome)) = stored {
+        if digest != idem.digest {
+            return Ok(Outcome {
+                result: Err(EngineError::IdempotencyMismatch),
+                replayed: false,
+            });
+        }
+        let result: std::result::Result<T, EngineError> = serde_json::from_str(&outcome)?;
+        return Ok(Outcome {
+            result,
+            replayed: true,
+        });
+    }
+    conn.execute_batch("SAVEPOINT op")?;
+    let result = op(conn);
+    if result.is_err() {
+        conn.execute_batch("ROLLBACK TO op")?;
+    }
+    conn.execute_batch("RELEASE op")?;
+    let keep = match &result {
+        Ok(_) => true,
+        Err(e) => e.is_replayable(),
+    };
+    if keep {
+        let stored: std::result::Result<&T, &EngineError> = result.as_ref();
+        conn.execute(
+            "INSERT INTO idempotency (tenant, operation, key, digest, outcome, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            args![
+                tenant,
+                idem.operation,
+                idem.key,
+                idem.digest,
+                serde_json::to_string(&stored)?,
+                crate::clock::SystemClock.now_ms()
+            ],
+        )?;
+    }
+    Ok(Outcome {
+        result,
+        replayed: false,
+    })
+}

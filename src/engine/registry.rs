@@ -1,0 +1,236 @@
+//! Workflow definitions: registration (instance-wide and per tenant), the
+//! compiled cache by content digest, and which definition a tenant sees.
+
+use super::*;
+
+impl Engine {
+    pub(super) async fn load_registered(&self) -> Result<()> {
+        let rows: Vec<(String, String, String, String)> = sqlx::query_as(&self.inner.store.q("SELECT w.tenant, w.id, w.digest, v.definition FROM workflows w JOIN workflow_versions v ON v.digest = w.digest"))
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        for (tenant, id, digest, text) in rows {
+            let raw: Value = serde_json::from_str(&text)?;
+            match definition::compile(raw) {
+                Ok(wf) => {
+                    self.inner
+                        .compiled
+                        .write()
+                        .expect("lock")
+                        .insert(digest.clone(), Arc::new(wf));
+                    self.inner
+                        .current
+                        .write()
+                        .expect("lock")
+                        .insert((tenant, id), digest);
+                }
+                Err(e) => {
+                    tracing::warn!(workflow = %id, tenant = %tenant, error = %e, "stored workflow no longer validates; not listed")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Validates and registers (or replaces) an instance-wide workflow
+    /// definition: the instance operator's act (`[workflows] dirs`, tests,
+    /// tools on the database). Tenants register theirs with [`Engine::put_tenant_workflow`].
+    pub async fn register_workflow(&self, raw: Value) -> Result<WorkflowInfo> {
+        let wf = definition::compile(raw)?;
+        self.store_workflow(INSTANCE, wf).await
+    }
+
+    /// `PUT /workflows/{id}` by a tenant admin: registers or replaces the
+    /// definition in the actor's tenant; `true` when it was new. An
+    /// instance-wide definition with that id is read-only to tenants (403).
+    pub async fn put_tenant_workflow(&self, actor: &Actor, raw: Value) -> Result<(WorkflowInfo, bool)> {
+        actor.require(Scope::Admin)?;
+        let wf = definition::compile(raw)?;
+        if self.current_of(INSTANCE, &wf.id).is_some() {
+            return Err(EngineError::Forbidden(format!(
+                "workflow \"{}\" is instance-wide (loaded by the instance operator from [workflows] dirs) and read-only to tenants; register yours under another id",
+                wf.id
+            )));
+        }
+        let existed = self.current_of(actor.tenant(), &wf.id).is_some();
+        let info = self.store_workflow(actor.tenant(), wf).await?;
+        Ok((info, !existed))
+    }
+
+    pub(super) async fn store_workflow(&self, tenant: &str, wf: Workflow) -> Result<WorkflowInfo> {
+        let digest = workflow_digest(&wf.raw);
+        let info = workflow_info(&wf, tenant);
+        let now = self.now();
+        let (t, id, d, text, version, name) = (
+            tenant.to_string(),
+            wf.id.clone(),
+            digest.clone(),
+            wf.raw.to_string(),
+            wf.version.clone(),
+            wf.name.clone(),
+        );
+        let notice = self.peer_message(peers::Change::Workflows);
+        self.inner
+            .store
+            .write(move |conn| {
+                peers::notify_in(conn, &notice)?;
+                conn.execute(
+                    "INSERT INTO workflow_versions (digest, workflow_id, definition, registered_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    args![d, id, text, now],
+                )?;
+                conn.execute(
+                    "INSERT INTO workflows (tenant, id, digest, version, name, registered_at) VALUES (?, ?, ?, ?, ?, ?) \
+                     ON CONFLICT (tenant, id) DO UPDATE SET digest = excluded.digest, version = excluded.version, name = excluded.name, registered_at = excluded.registered_at",
+                    args![t, id, d, version, name, now],
+                )?;
+                Ok(())
+            })
+            .await?;
+        self.inner
+            .compiled
+            .write()
+            .expect("lock")
+            .insert(digest.clone(), Arc::new(wf));
+        self.inner
+            .current
+            .write()
+            .expect("lock")
+            .insert((tenant.to_string(), info.id.clone()), digest);
+        Ok(info)
+    }
+
+    /// Loads every `*.json` in `dir` as instance-wide definitions; returns each file with its outcome.
+    pub async fn load_workflow_dir(
+        &self,
+        dir: &std::path::Path,
+    ) -> Vec<(std::path::PathBuf, Result<WorkflowInfo>)> {
+        let mut out = Vec::new();
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            out.push((
+                dir.to_path_buf(),
+                Err(EngineError::NotFound(format!(
+                    "cannot read directory {}",
+                    dir.display()
+                ))),
+            ));
+            return out;
+        };
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let result = match std::fs::read_to_string(&path) {
+                Ok(text) => match serde_json::from_str::<Value>(&text) {
+                    Ok(raw) => self.register_workflow(raw).await,
+                    Err(e) => Err(EngineError::invalid(format!("not JSON: {e}"))),
+                },
+                Err(e) => Err(EngineError::NotFound(format!("cannot read: {e}"))),
+            };
+            out.push((path, result));
+        }
+        out
+    }
+
+    /// The definition registered under exactly (`tenant`, `id`).
+    pub(super) fn current_of(&self, tenant: &str, id: &str) -> Option<(String, SharedWorkflow)> {
+        let digest = self
+            .inner
+            .current
+            .read()
+            .expect("lock")
+            .get(&(tenant.to_string(), id.to_string()))?
+            .clone();
+        let wf = self.inner.compiled.read().expect("lock").get(&digest)?.clone();
+        Some((digest, wf))
+    }
+
+    /// The definition `tenant` runs under `id`: the instance's (read-only to
+    /// tenants, so a tenant never shadows it), else the tenant's own; never
+    /// another tenant's.
+    pub(super) fn visible_workflow(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Option<(String, SharedWorkflow, &'static str)> {
+        if let Some((d, wf)) = self.current_of(INSTANCE, id) {
+            return Some((d, wf, SCOPE_INSTANCE));
+        }
+        self.current_of(tenant, id).map(|(d, wf)| (d, wf, SCOPE_TENANT))
+    }
+
+    /// The compiled definition a run was started with (cached; read on the writer when not).
+    pub(super) fn workflow_version(&self, conn: &WriteConn, digest: &str) -> Result<SharedWorkflow> {
+        if let Some(wf) = self.inner.compiled.read().expect("lock").get(digest) {
+            return Ok(wf.clone());
+        }
+        let text: String = conn
+            .query_scalar(
+                "SELECT definition FROM workflow_versions WHERE digest = ?",
+                args![digest],
+            )?
+            .ok_or_else(|| EngineError::Internal(format!("workflow version {digest} is not stored")))?;
+        let wf = Arc::new(definition::compile(serde_json::from_str(&text)?)?);
+        self.inner
+            .compiled
+            .write()
+            .expect("lock")
+            .insert(digest.to_string(), wf.clone());
+        Ok(wf)
+    }
+
+    /// An instance-wide definition, as registered (operator tools and tests).
+    pub fn workflow(&self, id: &str) -> Option<Value> {
+        self.current_of(INSTANCE, id).map(|(_, wf)| wf.raw.clone())
+    }
+
+    /// The definition `actor`'s tenant sees under `id` (its own or the instance's).
+    pub fn workflow_for(&self, actor: &Actor, id: &str) -> Result<Value> {
+        actor.require(Scope::RunsRead)?;
+        self.visible_workflow(actor.tenant(), id)
+            .map(|(_, wf, _)| wf.raw.clone())
+            .ok_or_else(|| EngineError::NotFound(format!("no workflow \"{id}\"")))
+    }
+
+    /// Instance-wide workflow ids (discovery's `fixtures`: never a tenant's).
+    pub fn workflow_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .inner
+            .current
+            .read()
+            .expect("lock")
+            .keys()
+            .filter(|(t, _)| t == INSTANCE)
+            .map(|(_, id)| id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// The workflows `actor`'s tenant may run: the instance's and its own, by id.
+    pub fn workflows_for(&self, actor: &Actor) -> Result<Vec<WorkflowInfo>> {
+        actor.require(Scope::RunsRead)?;
+        let tenant = actor.tenant();
+        let mut ids: Vec<String> = self
+            .inner
+            .current
+            .read()
+            .expect("lock")
+            .keys()
+            .filter(|(t, _)| t == INSTANCE || t == tenant)
+            .map(|(_, id)| id.clone())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        Ok(ids
+            .into_iter()
+            .filter_map(|id| self.visible_workflow(tenant, &id))
+            .map(|(_, wf, scope)| workflow_info(&wf, if scope == SCOPE_INSTANCE { INSTANCE } else { tenant }))
+            .collect())
+    }
+
+    /// Validates a definition without registering it (the CLI's `workflow validate`).
+    pub fn validate_workflow(raw: Value) -> Result<Workflow> {
+        definition::compile(raw)
+    }
+}

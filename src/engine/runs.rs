@@ -1,0 +1,375 @@
+//! Runs: create, read, cancel, resolve (one atomic command each), and run
+//! callbacks' URL policy.
+
+use super::idempotency::run_idempotent;
+use super::*;
+
+impl Engine {
+    /// Starts a run of a registered workflow.
+    pub async fn create_run(
+        &self,
+        req: CreateRun,
+        actor: &Actor,
+        idem: Option<Idem>,
+    ) -> Result<Outcome<RunCreated>> {
+        actor.require(Scope::RunsCreate)?;
+        let tenant = actor.tenant().to_string();
+        if let Some(t) = &req.tenant_id {
+            if *t != tenant {
+                return Err(EngineError::TenantMismatch);
+            }
+        }
+        let callback_url = match &req.callback_url {
+            None => None,
+            Some(url) => Some(self.check_callback_url(url)?),
+        };
+        let inputs = match req.inputs {
+            None | Some(Value::Null) => json!({}),
+            Some(v @ Value::Object(_)) => v,
+            Some(_) => return Err(EngineError::validation("inputs", "inputs must be an object")),
+        };
+        if let Some(c) = &req.configurable {
+            check_configurable(c)?;
+        }
+        if let Some(t) = &req.tags {
+            if !t.as_array().is_some_and(|a| a.iter().all(Value::is_string)) {
+                return Err(EngineError::validation(
+                    "tags",
+                    "tags must be an array of strings",
+                ));
+            }
+        }
+        if let Some(m) = &req.metadata {
+            if !m.is_object() {
+                return Err(EngineError::validation("metadata", "metadata must be an object"));
+            }
+        }
+        let (digest, wf, _) = self
+            .visible_workflow(&tenant, &req.workflow_id)
+            .ok_or_else(|| EngineError::NotFound(format!("no workflow \"{}\"", req.workflow_id)))?;
+        let owner = json!({ "tenant": tenant, "subject": actor.subject() });
+        let now = self.now();
+        let run_id = ids::new_tenant_bound(&tenant);
+        let new = NewRun {
+            run_id: run_id.clone(),
+            workflow_digest: digest,
+            inputs,
+            owner,
+            configurable: req.configurable,
+            tags: req.tags,
+            metadata: req.metadata,
+            callback_url,
+        };
+        let outcome = self
+            .inner
+            .store
+            .write(move |conn| {
+                run_idempotent(conn, &tenant, idem, |conn| {
+                    let run = Exec::start(conn, &wf, new, now)?.finish()?;
+                    Ok(RunCreated {
+                        run_id: run.run_id,
+                        status: run.status,
+                    })
+                })
+            })
+            .await?;
+        if !outcome.replayed {
+            self.notify(&run_id);
+        }
+        Ok(outcome)
+    }
+
+    pub(super) async fn read_run(&self, run_id: &str, actor: &Actor) -> Result<RunRow> {
+        actor.require(Scope::RunsRead)?;
+        if ids::tenant_of(run_id) != actor.tenant() {
+            return Err(EngineError::TenantMismatch);
+        }
+        let mut conn = self.inner.store.read.acquire().await?;
+        load_run(&mut conn, run_id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("no run {run_id}")))
+    }
+
+    /// RunSnapshot v2.
+    pub async fn snapshot(&self, run_id: &str, actor: &Actor) -> Result<Value> {
+        let run = self.read_run(run_id, actor).await?;
+        Ok(snapshot_of(&run))
+    }
+
+    /// Cancels a live run; its interrupts can no longer be resolved.
+    pub async fn cancel_run(
+        &self,
+        run_id: &str,
+        reason: Option<String>,
+        actor: &Actor,
+        idem: Option<Idem>,
+    ) -> Result<Outcome<RunCreated>> {
+        actor.require(Scope::RunsCancel)?;
+        if ids::tenant_of(run_id) != actor.tenant() {
+            return Err(EngineError::TenantMismatch);
+        }
+        let this = self.clone();
+        let (rid, tenant, by) = (
+            run_id.to_string(),
+            actor.tenant().to_string(),
+            actor.principal.id.clone(),
+        );
+        let now = self.now();
+        let outcome = self
+            .inner
+            .store
+            .write(move |conn| {
+                run_idempotent(conn, &tenant, idem, |conn| {
+                    let run = load_run_for_update(conn, &rid)?
+                        .ok_or_else(|| EngineError::NotFound(format!("no run {rid}")))?;
+                    if run.is_terminal() {
+                        return Err(EngineError::RunTerminal(run.status));
+                    }
+                    let wf = this.workflow_version(conn, &run.workflow_digest)?;
+                    let mut exec = Exec::load(conn, &wf, run, now)?;
+                    exec.cancel(reason, Some(by))?;
+                    let run = exec.finish()?;
+                    Ok(RunCreated {
+                        run_id: run.run_id,
+                        status: run.status,
+                    })
+                })
+            })
+            .await?;
+        self.notify(run_id);
+        Ok(outcome)
+    }
+
+    /// Resolves (or votes on) the pending interrupt of `node_id` in a run.
+    pub async fn resolve(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        resume_value: Value,
+        actor: &Actor,
+        idem: Option<Idem>,
+    ) -> Result<Outcome<Resolved>> {
+        self.resolve_visit(run_id, node_id, None, resume_value, actor, idem)
+            .await
+    }
+
+    /// [`Engine::resolve`], and with `interrupt_id` only that interrupt (a
+    /// link's visit): a later visit pending at the node is refused (409),
+    /// checked inside the same writer command as the resolve.
+    pub(super) async fn resolve_visit(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        interrupt_id: Option<String>,
+        resume_value: Value,
+        actor: &Actor,
+        idem: Option<Idem>,
+    ) -> Result<Outcome<Resolved>> {
+        actor.require(Scope::ApprovalsRespond)?;
+        if ids::tenant_of(run_id) != actor.tenant() {
+            return Err(EngineError::TenantMismatch);
+        }
+        let this = self.clone();
+        let (rid, nid, tenant, actor) = (
+            run_id.to_string(),
+            node_id.to_string(),
+            actor.tenant().to_string(),
+            actor.clone(),
+        );
+        // Membership as it is now: the directory cache is kept current by every directory write.
+        let principal = self
+            .principal(&actor.principal.id)
+            .await?
+            .unwrap_or_else(|| actor.principal.clone());
+        let now = self.now();
+        let outcome = self
+            .inner
+            .store
+            .write(move |conn| {
+                run_idempotent(conn, &tenant, idem, |conn| {
+                    this.apply_resolve(
+                        conn,
+                        &rid,
+                        &nid,
+                        interrupt_id.as_deref(),
+                        resume_value,
+                        &actor,
+                        &principal,
+                        now,
+                    )
+                })
+            })
+            .await?;
+        if outcome.result.is_ok() && !outcome.replayed {
+            self.notify(run_id);
+        }
+        Ok(outcome)
+    }
+
+    #[allow(clippy::too_many_arguments)] // one command's inputs, passed once
+    pub(super) fn apply_resolve(
+        &self,
+        conn: &WriteConn,
+        run_id: &str,
+        node_id: &str,
+        interrupt_id: Option<&str>,
+        resume_value: Value,
+        actor: &Actor,
+        principal: &Principal,
+        now: Millis,
+    ) -> Result<Resolved> {
+        let run = load_run_for_update(conn, run_id)?
+            .ok_or_else(|| EngineError::NotFound(format!("no run {run_id}")))?;
+        let interrupt = latest_interrupt_for_update(conn, run_id, node_id)?.ok_or_else(|| {
+            EngineError::NotFound(format!("no interrupt on node \"{node_id}\" in run {run_id}"))
+        })?;
+        if interrupt_id.is_some_and(|id| id != interrupt.interrupt_id) {
+            // The node was asked again (a loop): this link's visit is closed.
+            return Err(EngineError::AlreadyResolved(format!(
+                "this link was for an earlier visit of \"{node_id}\", which is closed"
+            )));
+        }
+        if interrupt.status != "pending" || run.is_terminal() {
+            return Err(EngineError::AlreadyResolved(format!(
+                "the interrupt on \"{node_id}\" is {} (run {})",
+                if interrupt.status == "pending" {
+                    "closed"
+                } else {
+                    interrupt.status.as_str()
+                },
+                run.status
+            )));
+        }
+        match decide(&run, &interrupt, &resume_value, actor, principal, now)? {
+            Decision::Recorded(writes) => {
+                writes.execute(conn)?;
+                Ok(Resolved {
+                    run_id: run.run_id,
+                    node_id: node_id.to_string(),
+                    status: run.status,
+                })
+            }
+            Decision::Resolve {
+                resolved,
+                resume_value,
+                failure,
+                writes,
+            } => {
+                let wf = self.workflow_version(conn, &run.workflow_digest)?;
+                let mut exec = Exec::load(conn, &wf, run, now)?;
+                exec.prepend_writes(writes);
+                exec.resolve(&interrupt, resolved, Some(resume_value), failure)?;
+                let run = exec.finish()?;
+                Ok(Resolved {
+                    run_id: run.run_id,
+                    node_id: node_id.to_string(),
+                    status: run.status,
+                })
+            }
+        }
+    }
+
+    // ----- callbacks ---------------------------------------------------------------------
+
+    /// Turns callback delivery on (with the egress policy that judges URLs and
+    /// addresses) or off (`None`: `callbackUrl` is refused).
+    pub fn set_callback_policy(&self, policy: Option<crate::egress::EgressPolicy>) {
+        *self.inner.callbacks.write().expect("lock") = policy;
+    }
+
+    /// The callback egress policy, when this host delivers callbacks.
+    pub fn callback_policy(&self) -> Option<crate::egress::EgressPolicy> {
+        *self.inner.callbacks.read().expect("lock")
+    }
+
+    /// Judges a `callbackUrl` at create: refused (400, `field: callbackUrl`)
+    /// when delivery is off or the egress guard refuses it; else normalized.
+    pub fn check_callback_url(&self, url: &str) -> Result<String> {
+        let refuse = |why: String| EngineError::Validation {
+            message: format!("callbackUrl is refused: {why}"),
+            field: Some("callbackUrl".into()),
+            details: None,
+        };
+        let policy = self.callback_policy().ok_or_else(|| {
+            refuse("this host does not deliver callbacks (no [callbacks] secret configured)".into())
+        })?;
+        crate::egress::check_url(url, policy)
+            .map(|u| u.to_string())
+            .map_err(refuse)
+    }
+}
+
+/// The largest `configurable.run.recursionLimit` (visits per node) accepted.
+pub const MAX_RECURSION_LIMIT: u64 = 10_000;
+
+fn check_configurable(c: &Value) -> Result<()> {
+    let obj = c
+        .as_object()
+        .ok_or_else(|| EngineError::validation("configurable", "configurable must be an object"))?;
+    if obj.get("version") != Some(&json!(1)) {
+        return Err(EngineError::validation(
+            "configurable.version",
+            "configurable.version must be 1",
+        ));
+    }
+    if let Some(extra) = obj.keys().find(|k| !["version", "run"].contains(&k.as_str())) {
+        return Err(EngineError::validation(
+            format!("configurable.{extra}"),
+            "unknown member",
+        ));
+    }
+    if let Some(run) = obj.get("run") {
+        let run = run
+            .as_object()
+            .ok_or_else(|| EngineError::validation("configurable.run", "must be an object"))?;
+        if let Some(l) = run.get("recursionLimit") {
+            if l.as_u64().is_none_or(|n| !(1..=MAX_RECURSION_LIMIT).contains(&n)) {
+                return Err(EngineError::validation(
+                    "configurable.run.recursionLimit",
+                    format!("recursionLimit must be an integer from 1 to {MAX_RECURSION_LIMIT}"),
+                ));
+            }
+        }
+        if let Some(t) = run.get("escalationThreshold") {
+            if !t.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x)) {
+                return Err(EngineError::validation(
+                    "configurable.run.escalationThreshold",
+                    "escalationThreshold must be a number between 0 and 1",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// RunSnapshot v2 from the runs projection.
+pub(crate) fn snapshot_of(run: &RunRow) -> Value {
+    let mut s = json!({
+        "runId": run.run_id,
+        "workflowId": run.workflow_id,
+        "status": run.status,
+        "owner": json_or_null(Some(&run.owner)),
+        "eventLogSchemaVersion": EVENT_LOG_SCHEMA_VERSION,
+        "startedAt": rfc3339(run.created_at),
+        "inputs": json_or_null(Some(&run.inputs)),
+    });
+    if let Some(n) = &run.current_node_id {
+        s["currentNodeId"] = json!(n);
+    }
+    if let Some(e) = &run.error {
+        s["error"] = json_or_null(Some(e));
+    }
+    if let Some(t) = run.completed_at {
+        s["completedAt"] = json!(rfc3339(t));
+    }
+    for (k, v) in [
+        ("configurable", &run.configurable),
+        ("tags", &run.tags),
+        ("metadata", &run.metadata),
+    ] {
+        if let Some(v) = v {
+            s[k] = json_or_null(Some(v));
+        }
+    }
+    s
+}

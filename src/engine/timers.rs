@@ -1,0 +1,128 @@
+//! Timers: passed deadlines (a timeout rejects) and due delays.
+
+use super::*;
+
+impl Engine {
+    /// Fires every passed deadline and due delay; returns how many fired.
+    /// A deadline missed while the server was down fires on the first call.
+    pub async fn fire_due(&self) -> Result<usize> {
+        let now = self.now();
+        let due_interrupts: Vec<(String, String, String)> = sqlx::query_as(&self.inner.store.q("SELECT interrupt_id, run_id, node_id FROM interrupts WHERE status = 'pending' AND deadline_at IS NOT NULL AND deadline_at <= ? ORDER BY deadline_at LIMIT 200"))
+        .bind(now)
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        let due_delays: Vec<(String, String)> = sqlx::query_as(&self.inner.store.q("SELECT run_id, node_id FROM node_states WHERE due_at IS NOT NULL AND due_at <= ? AND status = 'waiting' ORDER BY due_at LIMIT 200"))
+        .bind(now)
+        .fetch_all(&self.inner.store.read)
+        .await?;
+        let mut fired = 0;
+        let mut tasks = Vec::new();
+        for (interrupt_id, run_id, _node) in due_interrupts {
+            let this = self.clone();
+            tasks.push(tokio::spawn(async move {
+                let rid = run_id.clone();
+                let t = this.clone();
+                let r = this
+                    .inner
+                    .store
+                    .write(move |conn| t.apply_timeout(conn, &interrupt_id, now))
+                    .await;
+                (rid, r)
+            }));
+        }
+        for (run_id, node_id) in due_delays {
+            let this = self.clone();
+            tasks.push(tokio::spawn(async move {
+                let rid = run_id.clone();
+                let t = this.clone();
+                let r = this
+                    .inner
+                    .store
+                    .write(move |conn| t.apply_delay(conn, &run_id, &node_id, now))
+                    .await;
+                (rid, r)
+            }));
+        }
+        for t in tasks {
+            match t.await {
+                Ok((run_id, Ok(true))) => {
+                    fired += 1;
+                    self.notify(&run_id);
+                }
+                Ok((_, Ok(false))) => {}
+                Ok((run_id, Err(e))) => tracing::error!(run = %run_id, error = %e, "timer failed"),
+                Err(e) => tracing::error!(error = %e, "timer task panicked"),
+            }
+        }
+        Ok(fired)
+    }
+
+    pub(super) fn apply_timeout(&self, conn: &WriteConn, interrupt_id: &str, now: Millis) -> Result<bool> {
+        let Some(interrupt) = pending_interrupt_for_update(conn, interrupt_id)? else {
+            return Ok(false);
+        };
+        if interrupt.deadline_at.is_none_or(|d| d > now) {
+            return Ok(false);
+        }
+        let Some(run) = load_run_for_update(conn, &interrupt.run_id)? else {
+            return Ok(false);
+        };
+        // Read again under the run's lock: another instance may have fired
+        // or resolved it between the first read and the lock.
+        let Some(interrupt) = pending_interrupt_for_update(conn, interrupt_id)? else {
+            return Ok(false);
+        };
+        if run.is_terminal() {
+            return Ok(false);
+        }
+        let wf = self.workflow_version(conn, &run.workflow_digest)?;
+        let (resolved, failure) = timeout_resolution(&interrupt);
+        let tenant = run.tenant.clone();
+        let mut exec = Exec::load(conn, &wf, run, now)?;
+        exec.resolve(&interrupt, resolved, None, Some(failure))?;
+        exec.finish()?;
+        // `onTimeout: escalate` notifies the gate's people; it never extends or grants.
+        let rules = interrupt.approval_rules();
+        if rules
+            .as_ref()
+            .is_some_and(|r| r.on_timeout == crate::approval::OnTimeout::Escalate)
+        {
+            let audience = interrupt.payload_json()["data"].get("audience").cloned();
+            let directory = crate::runtime::load_directory(conn, &tenant)?;
+            for p in crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory) {
+                conn.execute("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'escalation', ?, ?, ?, ?, ?, 'pending', ?, ?)", args![
+                    interrupt.run_id,
+                    interrupt.node_id,
+                    interrupt.interrupt_id,
+                    p.id,
+                    p.email,
+                    now,
+                    now
+                ])?;
+            }
+        }
+        Ok(true)
+    }
+
+    pub(super) fn apply_delay(
+        &self,
+        conn: &WriteConn,
+        run_id: &str,
+        node_id: &str,
+        now: Millis,
+    ) -> Result<bool> {
+        let Some(run) = load_run_for_update(conn, run_id)? else {
+            return Ok(false);
+        };
+        if run.is_terminal() {
+            return Ok(false);
+        }
+        let wf = self.workflow_version(conn, &run.workflow_digest)?;
+        let mut exec = Exec::load(conn, &wf, run, now)?;
+        if !exec.finish_delay(node_id)? {
+            return Ok(false);
+        }
+        exec.finish()?;
+        Ok(true)
+    }
+}
