@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 url=$(scripts/pg.sh start)
 db="parity_$$"
 psql -qAt "$url" -c "CREATE DATABASE $db" >/dev/null
-trap 'psql -qAt "$url" -c "DROP DATABASE IF EXISTS $db" >/dev/null' EXIT
+# Scratch files and the scratch database go away however the script ends.
+tmp=$(mktemp -d)
+trap 'psql -qAt "$url" -c "DROP DATABASE IF EXISTS $db" >/dev/null; rm -rf "$tmp"' EXIT
 pg_url="${url%/*}/$db"
 for f in migrations/postgres/*.sql; do
   psql -qAt -v ON_ERROR_STOP=1 "$pg_url" -f "$f" >/dev/null
@@ -21,9 +23,9 @@ pg_schema=$(psql -qAt "$pg_url" -c "
   SELECT 'index ' || indexname FROM pg_indexes
   WHERE schemaname = 'public' AND indexname NOT LIKE '%_pkey' AND indexname NOT LIKE '%_key'
   ORDER BY 1")
-sqlite_schema=$(python3 - <<'PY'
-import glob, sqlite3, tempfile, os
-path = os.path.join(tempfile.mkdtemp(), "parity.db")
+sqlite_schema=$(TMP="$tmp" python3 - <<'PY'
+import glob, sqlite3, os
+path = os.path.join(os.environ["TMP"], "parity.db")
 db = sqlite3.connect(path)
 for f in sorted(glob.glob("migrations/*.sql")):
     db.executescript(open(f).read())
@@ -36,9 +38,9 @@ for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' A
 print("\n".join(sorted(lines)))
 PY
 )
-if ! diff <(echo "$sqlite_schema") <(echo "$pg_schema") >/tmp/schema-parity.diff; then
+if ! diff <(echo "$sqlite_schema") <(echo "$pg_schema") >"$tmp/diff"; then
   echo "schema-parity: SQLite (<) and PostgreSQL (>) schemas differ:" >&2
-  cat /tmp/schema-parity.diff >&2
+  cat "$tmp/diff" >&2
   exit 1
 fi
 echo "schema-parity: $(echo "$sqlite_schema" | grep -c '^table') tables and $(echo "$sqlite_schema" | grep -c '^index') indexes alike"
