@@ -19,6 +19,7 @@ pub mod interrupt;
 pub mod notify;
 pub mod passwords;
 pub mod projection;
+pub mod routing;
 mod runtime;
 pub mod schema_subset;
 pub mod sign_in;

@@ -7,11 +7,12 @@ use crate::approval::{self, Ballot, OnTimeout, Verdict};
 use crate::args;
 use crate::clock::Millis;
 use crate::contract::Contract;
-use crate::definition::{resolve_inputs, NodeBehaviour, TriggerRule, Workflow};
+use crate::definition::{resolve_inputs, NodeBehaviour, Workflow};
 use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
 use crate::ids;
 use crate::interrupt::{reentry_key, InterruptKind};
+use crate::routing::Trigger;
 use crate::store::{Dialect, Row, Val, WriteConn};
 use serde_json::{json, Map, Value};
 use sqlx::AnyConnection;
@@ -731,32 +732,19 @@ impl<'a> Exec<'a> {
             .get(target)
             .map(|s| s.pending_in.clone())
             .unwrap_or_default();
-        let incoming: Vec<_> = wf.incoming(target).collect();
-        let mut rules: Vec<TriggerRule> = incoming.iter().map(|e| e.rule).collect();
-        rules.dedup();
-        let satisfied = rules.iter().any(|&rule| {
-            let states: Vec<Option<&str>> = incoming
-                .iter()
-                .filter(|e| e.rule == rule)
-                .map(|e| pending.get(&e.id).map(String::as_str))
-                .collect();
-            match rule {
-                TriggerRule::AllSuccess => states.iter().all(|s| *s == Some("completed")),
-                TriggerRule::AnySuccess => states.contains(&Some("completed")),
-                TriggerRule::AllComplete => states.iter().all(Option::is_some),
-                TriggerRule::NoneFailed => states.iter().all(|s| matches!(s, Some("completed" | "skipped"))),
-                TriggerRule::AnyFailed => states.contains(&Some("failed")),
+        let decided = crate::routing::trigger(wf.incoming(target), &pending);
+        match decided {
+            Trigger::Fire => {
+                let st = self.state_mut(target);
+                st.pending_in.clear();
+                st.status = "queued".into();
+                self.queue.push_back(target.to_string());
             }
-        });
-        let all_delivered = incoming.iter().all(|e| pending.contains_key(&e.id));
-        if satisfied {
-            let st = self.state_mut(target);
-            st.pending_in.clear();
-            st.status = "queued".into();
-            self.queue.push_back(target.to_string());
-        } else if all_delivered {
-            self.state_mut(target).pending_in.clear();
-            self.skip(target, "trigger rule not satisfied")?;
+            Trigger::Skip => {
+                self.state_mut(target).pending_in.clear();
+                self.skip(target, "trigger rule not satisfied")?;
+            }
+            Trigger::Wait => {}
         }
         Ok(())
     }
