@@ -1371,3 +1371,181 @@ pub(crate) fn timeout_resolution(interrupt: &InterruptRow) -> (Value, Value) {
     };
     (resolved, failure)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The per-kind resolve rules on loaded rows: no database.
+    use super::*;
+    use crate::auth::Scope;
+
+    const RUN: &str = "acme/run1";
+
+    fn run_row() -> RunRow {
+        RunRow {
+            run_id: RUN.into(),
+            tenant: "acme".into(),
+            workflow_id: "w".into(),
+            workflow_digest: "d".into(),
+            status: "waiting-approval".into(),
+            owner: json!({"tenant": "acme", "subject": {"subjectId": "owner"}}).to_string(),
+            current_node_id: Some("gate".into()),
+            error: None,
+            inputs: "{}".into(),
+            configurable: None,
+            tags: None,
+            metadata: None,
+            callback_url: None,
+            next_sequence: 5,
+            created_at: 0,
+            completed_at: None,
+            nodes_json: None,
+        }
+    }
+
+    /// The interrupt row `raise` stores for `node` of a one-node workflow, with earlier `votes`.
+    fn interrupt_row(node: Value, votes: Value) -> InterruptRow {
+        let wf = crate::definition::compile(json!({"id": "w", "nodes": [node]})).unwrap();
+        let NodeBehaviour::Interrupt(spec) = &wf.nodes[0].behaviour else {
+            panic!("not an interrupt node")
+        };
+        InterruptRow {
+            interrupt_id: "acme/i1".into(),
+            run_id: RUN.into(),
+            node_id: wf.nodes[0].id.clone(),
+            key: "k".into(),
+            visit: 0,
+            kind: spec.kind.as_str().into(),
+            status: "pending".into(),
+            payload: json!({"kind": spec.kind.as_str(), "data": spec.data}).to_string(),
+            contract: serde_json::to_string(&spec.contract.contract).unwrap(),
+            request: Some("{}".into()),
+            eligibility: spec
+                .approval
+                .as_ref()
+                .map(|r| serde_json::to_string(r).unwrap())
+                .unwrap_or_else(|| "null".into()),
+            workflow_id: "w".into(),
+            title: "t".into(),
+            owner_subject: "owner".into(),
+            created_at: 0,
+            deadline_at: None,
+            resolved_at: None,
+            resolution: None,
+            votes_json: Some(votes.to_string()),
+        }
+    }
+
+    fn person(id: &str, groups: &[&str]) -> Principal {
+        Principal {
+            id: id.into(),
+            tenant: "acme".into(),
+            name: id.into(),
+            email: None,
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            roles: vec![],
+            is_override: false,
+        }
+    }
+
+    fn vote(p: &Principal, interrupt: &InterruptRow, rv: Value) -> Result<Decision> {
+        let actor = Actor::api_key(p.clone(), vec![Scope::ApprovalsRespond]);
+        decide(&run_row(), interrupt, &rv, &actor, p, 10)
+    }
+
+    fn gate(config: Value) -> Value {
+        json!({"id": "gate", "typeId": "core.approvalGate", "config": config})
+    }
+
+    #[test]
+    fn a_quorum_records_votes_until_enough_distinct_people_agree() {
+        let node = gate(
+            json!({"title": "Q", "actions": ["accept", "reject"], "requiredApprovals": 2, "approverGroupRefs": ["finance"]}),
+        );
+        let ann = person("ann", &["finance"]);
+        let first = interrupt_row(node.clone(), json!([]));
+        assert!(matches!(
+            vote(&ann, &first, json!({"action": "accept"})).unwrap(),
+            Decision::Recorded(_)
+        ));
+        // Ann again: her vote replaces her earlier one, still one of two.
+        let again = interrupt_row(
+            node.clone(),
+            json!([["ann", "accept", 0, 0, {"action": "accept"}]]),
+        );
+        assert!(matches!(
+            vote(&ann, &again, json!({"action": "accept"})).unwrap(),
+            Decision::Recorded(_)
+        ));
+        // Bob is the second person: granted.
+        let bob = person("bob", &["finance"]);
+        match vote(&bob, &again, json!({"action": "accept"})).unwrap() {
+            Decision::Resolve {
+                resolved, failure, ..
+            } => {
+                assert_eq!(resolved["decision"], "granted");
+                assert!(failure.is_none());
+            }
+            Decision::Recorded(_) => panic!("two distinct approvals grant"),
+        }
+    }
+
+    #[test]
+    fn eligibility_self_approval_and_the_resume_shape_are_checked_before_anything_is_recorded() {
+        let node = gate(
+            json!({"title": "Q", "actions": ["accept", "reject"], "approverGroupRefs": ["finance"], "preventSelfApproval": true}),
+        );
+        let row = interrupt_row(node, json!([]));
+        let outsider = person("cat", &[]);
+        assert!(matches!(
+            vote(&outsider, &row, json!({"action": "accept"})),
+            Err(EngineError::Forbidden(_))
+        ));
+        let owner = person("owner", &["finance"]);
+        assert!(
+            matches!(
+                vote(&owner, &row, json!({"action": "accept"})),
+                Err(EngineError::Forbidden(_))
+            ),
+            "no self-approval"
+        );
+        let ann = person("ann", &["finance"]);
+        match vote(&ann, &row, json!({"action": "maybe"})) {
+            Err(EngineError::Validation { field, .. }) => {
+                assert!(field.is_some_and(|f| f.contains("action")))
+            }
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn a_single_veto_rejects_and_fails_the_gate() {
+        let node = gate(json!({"title": "Q", "actions": ["accept", "reject"], "requiredApprovals": 2}));
+        let row = interrupt_row(node, json!([["ann", "accept", 0, 0, {"action": "accept"}]]));
+        match vote(&person("bob", &[]), &row, json!({"action": "reject"})).unwrap() {
+            Decision::Resolve {
+                resolved, failure, ..
+            } => {
+                assert_eq!(resolved["decision"], "rejected");
+                assert_eq!(failure.unwrap()["code"], "approval_rejected");
+            }
+            Decision::Recorded(_) => panic!("a reject under single-veto decides"),
+        }
+    }
+
+    #[test]
+    fn an_external_event_must_match_its_correlation() {
+        let node = json!({"id": "wait", "typeId": "core.interrupt", "config": {"kind": "external-event", "data": {"eventType": "paid", "correlation": {"orderId": "o-1"}}}});
+        let row = interrupt_row(node, json!([]));
+        let ann = person("ann", &[]);
+        match vote(&ann, &row, json!({"orderId": "o-2"})) {
+            Err(EngineError::Validation { field, .. }) => {
+                assert_eq!(field.as_deref(), Some("resumeValue.orderId"))
+            }
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        assert!(matches!(
+            vote(&ann, &row, json!({"orderId": "o-1"})).unwrap(),
+            Decision::Resolve { .. }
+        ));
+    }
+}
