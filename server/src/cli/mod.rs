@@ -253,7 +253,7 @@ pub struct UserArgs {
 enum UserCommand {
     /// Create or replace a principal in the database file (offline); prints the principal.
     Add {
-        /// The SQLite database file (created if missing).
+        /// The database: a SQLite file (created if missing) or a `postgres://` URL.
         #[arg(long)]
         db: PathBuf,
         /// Principal id (no '/' or spaces).
@@ -283,7 +283,7 @@ enum UserCommand {
     /// Set (from stdin) or remove a principal's console password (offline).
     /// Their open console sessions end: on a running server within seconds.
     Password {
-        /// The SQLite database file.
+        /// The database: a SQLite file or a `postgres://` URL.
         #[arg(long)]
         db: PathBuf,
         /// Principal id.
@@ -299,7 +299,7 @@ enum UserCommand {
     /// Remove a principal from the directory (offline): their console
     /// sessions end and their API keys are revoked; their past votes stay.
     Remove {
-        /// The SQLite database file.
+        /// The database: a SQLite file or a `postgres://` URL.
         #[arg(long)]
         db: PathBuf,
         /// Principal id.
@@ -320,7 +320,7 @@ enum KeyCommand {
     /// file (offline); prints `{key, principal, scopes, label}` — the key is shown
     /// only this once.
     Create {
-        /// The SQLite database file.
+        /// The database: a SQLite file or a `postgres://` URL.
         #[arg(long)]
         db: PathBuf,
         /// The principal the key acts as (must exist; see `tollgate user add`).
@@ -337,7 +337,7 @@ enum KeyCommand {
     /// scopes, label, createdAt, revokedAt}]}`. `id` is the start of the key's
     /// SHA-256 digest; the keys themselves are never stored.
     List {
-        /// The SQLite database file.
+        /// The database: a SQLite file or a `postgres://` URL.
         #[arg(long)]
         db: PathBuf,
         /// Only this tenant's keys.
@@ -347,7 +347,7 @@ enum KeyCommand {
     /// Revoke an API key (offline). A running server refuses the key within
     /// 10 seconds; the dashboard's revoke takes effect at once.
     Revoke {
-        /// The SQLite database file.
+        /// The database: a SQLite file or a `postgres://` URL.
         #[arg(long)]
         db: PathBuf,
         /// The key's id as `key list` or `key create` print it (at least 8 hex characters).
@@ -371,7 +371,7 @@ enum TokenKeyCommand {
     /// database, never shown); prints `{kid, state, source, ...}`. A running
     /// server picks it up within 5 seconds.
     Add {
-        /// The SQLite database file.
+        /// The database: a SQLite file or a `postgres://` URL.
         #[arg(long)]
         db: PathBuf,
         /// The key id carried in each token (1–64 of `A-Z a-z 0-9 _ ~ -`).
