@@ -192,37 +192,33 @@ impl Engine {
             .ok_or_else(|| EngineError::NotFound(format!("no workflow \"{id}\"")))
     }
 
-    /// Instance-wide workflow ids (discovery's `fixtures`: never a tenant's).
-    pub fn workflow_ids(&self) -> Vec<String> {
+    /// Ids registered in any of `tenants`, sorted, each once.
+    fn ids_in(&self, tenants: &[&str]) -> Vec<String> {
         let mut ids: Vec<String> = self
             .inner
             .current
             .read()
             .expect("lock")
             .keys()
-            .filter(|(t, _)| t == INSTANCE)
+            .filter(|(t, _)| tenants.contains(&t.as_str()))
             .map(|(_, id)| id.clone())
             .collect();
         ids.sort();
+        ids.dedup();
         ids
+    }
+
+    /// Instance-wide workflow ids (discovery's `fixtures`: never a tenant's).
+    pub fn workflow_ids(&self) -> Vec<String> {
+        self.ids_in(&[INSTANCE])
     }
 
     /// The workflows `actor`'s tenant may run: the instance's and its own, by id.
     pub fn workflows_for(&self, actor: &Actor) -> Result<Vec<WorkflowInfo>> {
         actor.require(Scope::RunsRead)?;
         let tenant = actor.tenant();
-        let mut ids: Vec<String> = self
-            .inner
-            .current
-            .read()
-            .expect("lock")
-            .keys()
-            .filter(|(t, _)| t == INSTANCE || t == tenant)
-            .map(|(_, id)| id.clone())
-            .collect();
-        ids.sort();
-        ids.dedup();
-        Ok(ids
+        Ok(self
+            .ids_in(&[INSTANCE, tenant])
             .into_iter()
             .filter_map(|id| self.visible_workflow(tenant, &id))
             .map(|(_, wf, scope)| workflow_info(&wf, if scope == SCOPE_INSTANCE { INSTANCE } else { tenant }))
