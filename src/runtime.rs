@@ -267,6 +267,23 @@ static INSERT_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// Most rows one multi-row INSERT carries (7 parameters each, far below
+/// SQLite's and PostgreSQL's parameter limits).
+const MAX_ROWS: usize = 64;
+
+/// `INSERT INTO events … VALUES (…), (…)` for 0..=MAX_ROWS rows, built once.
+static INSERT_EVENTS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    let row = "(?, ?, ?, ?, ?, ?, ?)";
+    (0..=MAX_ROWS)
+        .map(|n| {
+            format!(
+                "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, timestamp) VALUES {}",
+                vec![row; n].join(", ")
+            )
+        })
+        .collect()
+});
+
 /// The run with its node states, in one statement (the writer's hot path),
 /// locked for this command where the back end has row locks.
 pub(crate) fn load_run_for_update(conn: &WriteConn, run_id: &str) -> Result<Option<RunRow>> {
@@ -1003,16 +1020,20 @@ impl<'a> Exec<'a> {
         self.settle()?;
         let mut batch = std::mem::take(&mut self.writes);
         self.queue_callbacks(&mut batch)?;
-        for (seq, event_type, node_id, payload) in &self.pending_events {
-            batch
-                .sql("INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)")
-                .text(&self.run.run_id)
-                .int(*seq)
-                .text(ids::new_opaque())
-                .text(event_type)
-                .opt_text(node_id.clone())
-                .text(payload)
-                .int(self.now);
+        // One multi-row statement for the command's events: on PostgreSQL
+        // each statement is a round trip.
+        for chunk in self.pending_events.chunks(MAX_ROWS) {
+            batch.sql(&INSERT_EVENTS[chunk.len()]);
+            for (seq, event_type, node_id, payload) in chunk {
+                batch
+                    .text(&self.run.run_id)
+                    .int(*seq)
+                    .text(ids::new_opaque())
+                    .text(event_type)
+                    .opt_text(node_id.clone())
+                    .text(payload)
+                    .int(self.now);
+            }
         }
         let mut dirty: Vec<(&String, &NodeState)> = self.nodes.iter().filter(|(_, s)| s.dirty).collect();
         dirty.sort_by(|a, b| a.0.cmp(b.0));
