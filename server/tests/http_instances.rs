@@ -30,6 +30,31 @@ fn dir_with(extra: &str) -> TestDir {
     dir
 }
 
+/// `POST /runs/{run}/interrupts/gate {accept}` at `base` as `key`, from a
+/// spawned task; the status (0 when the connection failed).
+fn accept_at(base: &str, run: &str, key: &'static str) -> tokio::task::JoinHandle<u16> {
+    let url = format!("{base}/runs/{}/interrupts/gate", seg(run));
+    tokio::spawn(async move {
+        reqwest::Client::new()
+            .post(url)
+            .bearer_auth(key)
+            .json(&json!({"resumeValue": {"action": "accept"}}))
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+            .unwrap_or(0)
+    })
+}
+
+/// The instance that serves request `i` (alternating, as a round-robin balancer).
+fn pick<'s>(i: usize, a: &'s Server, b: &'s Server) -> &'s Server {
+    if i % 2 == 0 {
+        a
+    } else {
+        b
+    }
+}
+
 /// Two instances of one configuration (so one database).
 async fn two(dir: &TestDir) -> (Server, Server) {
     let a = Server::start(dir).await;
@@ -49,25 +74,11 @@ async fn of_32_resolves_split_across_two_instances_exactly_one_wins() {
         let run = a.create("race").await;
         let mut tasks = Vec::new();
         for i in 0..32 {
-            let (base, run) = (
-                if i % 2 == 0 {
-                    a.base.clone()
-                } else {
-                    b.base.clone()
-                },
-                run.clone(),
-            );
-            let key = [ANN, BOB, CAT, DAN][i % 4];
-            tasks.push(tokio::spawn(async move {
-                reqwest::Client::new()
-                    .post(format!("{base}/runs/{}/interrupts/gate", seg(&run)))
-                    .bearer_auth(key)
-                    .json(&json!({"resumeValue": {"action": "accept"}}))
-                    .send()
-                    .await
-                    .map(|r| r.status().as_u16())
-                    .unwrap_or(0)
-            }));
+            tasks.push(accept_at(
+                &pick(i, &a, &b).base,
+                &run,
+                [ANN, BOB, CAT, DAN][i % 4],
+            ));
         }
         let mut statuses = Vec::new();
         for t in tasks {
@@ -233,11 +244,7 @@ poll_interval_ms = 20
     .await;
     let mut runs = Vec::new();
     for i in 0..10 {
-        runs.push(if i % 2 == 0 {
-            a.create("mailed").await
-        } else {
-            b.create("mailed").await
-        });
+        runs.push(pick(i, &a, &b).create("mailed").await);
     }
     let mut messages = Vec::new();
     while messages.len() < 20 {
@@ -323,39 +330,17 @@ async fn an_instance_killed_under_load_loses_nothing_it_acknowledged() {
     a.register(gate_workflow("storm", json!({}))).await;
     let mut runs = Vec::new();
     for i in 0..60 {
-        runs.push(if i % 2 == 0 {
-            a.create("storm").await
-        } else {
-            b.create("storm").await
-        });
+        runs.push(pick(i, &a, &b).create("storm").await);
     }
     let mut tasks = Vec::new();
     for (i, run) in runs.iter().enumerate() {
-        let (base, run) = (
-            if i % 2 == 0 {
-                a.base.clone()
-            } else {
-                b.base.clone()
-            },
-            run.clone(),
-        );
-        tasks.push(tokio::spawn(async move {
-            let status = reqwest::Client::new()
-                .post(format!("{base}/runs/{}/interrupts/gate", seg(&run)))
-                .bearer_auth(ANN)
-                .json(&json!({"resumeValue": {"action": "accept"}}))
-                .send()
-                .await
-                .map(|r| r.status().as_u16())
-                .unwrap_or(0);
-            (run, status)
-        }));
+        tasks.push((run.clone(), accept_at(&pick(i, &a, &b).base, run, ANN)));
     }
     tokio::time::sleep(Duration::from_millis(30)).await;
     a.kill9();
     let mut answered = Vec::new();
-    for t in tasks {
-        answered.push(t.await.unwrap());
+    for (run, t) in tasks {
+        answered.push((run, t.await.unwrap()));
     }
     for (run, status) in &answered {
         let s = b.snapshot(run).await;
