@@ -9,20 +9,14 @@ impl Engine {
         .fetch_all(&self.inner.store.read)
         .await?;
         for (tenant, id, digest, text) in rows {
-            let raw: Value = serde_json::from_str(&text)?;
-            match definition::compile(raw) {
-                Ok(wf) => {
-                    self.inner
-                        .compiled
-                        .write()
-                        .expect("lock")
-                        .insert(digest.clone(), Arc::new(wf));
-                    self.inner
-                        .current
-                        .write()
-                        .expect("lock")
-                        .insert((tenant, id), digest);
-                }
+            // Reloaded on every peer's registration: compile only versions not yet seen.
+            let known = self.inner.compiled.read().expect("lock").get(&digest).cloned();
+            let compiled = match known {
+                Some(wf) => Ok(wf),
+                None => definition::compile(serde_json::from_str(&text)?).map(Arc::new),
+            };
+            match compiled {
+                Ok(wf) => self.cache_workflow(tenant, id, digest, wf),
                 Err(e) => {
                     tracing::warn!(workflow = %id, tenant = %tenant, error = %e, "stored workflow no longer validates; not listed")
                 }
@@ -85,17 +79,22 @@ impl Engine {
                 Ok(())
             })
             .await?;
+        self.cache_workflow(tenant.to_string(), info.id.clone(), digest, Arc::new(wf));
+        Ok(info)
+    }
+
+    /// Makes `digest` the current definition of (`tenant`, `id`).
+    fn cache_workflow(&self, tenant: String, id: String, digest: String, wf: SharedWorkflow) {
         self.inner
             .compiled
             .write()
             .expect("lock")
-            .insert(digest.clone(), Arc::new(wf));
+            .insert(digest.clone(), wf);
         self.inner
             .current
             .write()
             .expect("lock")
-            .insert((tenant.to_string(), info.id.clone()), digest);
-        Ok(info)
+            .insert((tenant, id), digest);
     }
 
     /// Loads every `*.json` in `dir` as instance-wide definitions; returns each file with its outcome.
