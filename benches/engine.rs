@@ -69,6 +69,7 @@ async fn create(b: &Bench) -> String {
         .result
         .unwrap()
         .run_id
+        .into_string()
 }
 
 async fn resolve(b: &Bench, run: &str) {

@@ -75,7 +75,7 @@ fn inbox(c: &mut Criterion) {
                 .unwrap()
                 .result
                 .unwrap();
-            last = run.run_id;
+            last = run.run_id.into_string();
         }
         eprintln!("setup: {} runs in {:.1?}", pending * 2, t.elapsed());
         (engine, ann, last)

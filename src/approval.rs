@@ -7,7 +7,10 @@ use crate::error::{EngineError, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub const ACTIONS: [&str; 5] = ["accept", "reject", "refine", "edit-accept", "ask"];
+pub use tollgate_wire::ApprovalAction;
+
+/// The actions a gate may offer, as `actions` names them.
+pub const ACTIONS: [ApprovalAction; 5] = ApprovalAction::OFFERABLE;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum RejectionPolicy {
@@ -34,7 +37,7 @@ pub enum OnTimeout {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRules {
-    pub actions: Vec<String>,
+    pub actions: Vec<ApprovalAction>,
     pub required_approvals: u32,
     pub rejection_policy: RejectionPolicy,
     pub override_bypasses_quorum: bool,
@@ -50,17 +53,20 @@ impl ApprovalRules {
     /// Reads the rules from a `core.approvalGate` config (or approval `data`);
     /// errors name the field.
     pub fn from_config(config: &Value) -> std::result::Result<Self, String> {
-        let actions: Vec<String> = match config.get("actions") {
+        let actions: Vec<ApprovalAction> = match config.get("actions") {
             Some(Value::Array(items)) if !items.is_empty() => {
                 let mut out = Vec::new();
                 for a in items {
-                    match a.as_str() {
-                        Some(s) if ACTIONS.contains(&s) => {
-                            if !out.iter().any(|x: &String| x == s) {
-                                out.push(s.to_string())
+                    match a.as_str().and_then(ApprovalAction::parse) {
+                        Some(action) if ACTIONS.contains(&action) => {
+                            if !out.contains(&action) {
+                                out.push(action)
                             }
                         }
-                        _ => return Err(format!("actions: {a} is not one of {}", ACTIONS.join(", "))),
+                        _ => {
+                            let names: Vec<&str> = ACTIONS.iter().map(|a| a.as_str()).collect();
+                            return Err(format!("actions: {a} is not one of {}", names.join(", ")));
+                        }
                     }
                 }
                 out
@@ -174,7 +180,7 @@ impl ApprovalRules {
 /// A checked approval resume value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalResume {
-    pub action: String,
+    pub action: ApprovalAction,
     pub value: Value,
 }
 
@@ -185,7 +191,7 @@ pub fn parse_resume(rules: &ApprovalRules, value: &Value) -> Result<ApprovalResu
         .as_object()
         .ok_or_else(|| EngineError::validation("resumeValue", "resumeValue must be an object"))?;
     let action = match obj.get("action") {
-        Some(Value::String(a)) => a.clone(),
+        Some(Value::String(a)) => a.as_str(),
         Some(_) => {
             return Err(EngineError::validation(
                 "resumeValue.action",
@@ -199,29 +205,31 @@ pub fn parse_resume(rules: &ApprovalRules, value: &Value) -> Result<ApprovalResu
             ))
         }
     };
-    if action == "timeout" {
+    if ApprovalAction::parse(action) == Some(ApprovalAction::Timeout) {
         return Err(EngineError::validation(
             "resumeValue.action",
             "action \"timeout\" is recorded by the engine when a deadline passes; it cannot be requested",
         ));
     }
-    if !rules.actions.contains(&action) {
+    let allowed = ApprovalAction::parse(action).filter(|a| rules.actions.contains(a));
+    let Some(action) = allowed else {
+        let names: Vec<&str> = rules.actions.iter().map(|a| a.as_str()).collect();
         return Err(EngineError::validation(
             "resumeValue.action",
             format!(
                 "action \"{action}\" is not allowed here; allowed: {}",
-                rules.actions.join(", ")
+                names.join(", ")
             ),
         ));
-    }
-    match action.as_str() {
-        "refine" => {
+    };
+    match action {
+        ApprovalAction::Refine => {
             let fb = obj.get("refineFeedback").ok_or_else(|| {
                 EngineError::validation("resumeValue.refineFeedback", "refine requires refineFeedback")
             })?;
             check_refine_feedback(fb)?;
         }
-        "edit-accept" => match obj.get("editedArtifactData") {
+        ApprovalAction::EditAccept => match obj.get("editedArtifactData") {
             None | Some(Value::Null) => {
                 return Err(EngineError::validation(
                     "resumeValue.editedArtifactData",
@@ -314,7 +322,7 @@ fn check_refine_feedback(fb: &Value) -> Result<()> {
 #[serde(rename_all = "camelCase")]
 pub struct Ballot {
     pub principal: String,
-    pub action: String,
+    pub action: ApprovalAction,
     pub is_override: bool,
     /// What an approving vote approved: `None` for the artifact as requested
     /// (`accept`, or an `edit-accept` that changed nothing), else the
@@ -326,29 +334,23 @@ pub struct Ballot {
 impl Ballot {
     /// `accept` and `edit-accept` approve.
     pub fn approves_something(&self) -> bool {
-        is_approving(&self.action)
+        self.action.approves()
     }
     /// `reject` and `refine` reject (a refine is a rejection that carries feedback).
     pub fn rejects(&self) -> bool {
-        is_rejecting(&self.action)
+        self.action.rejects()
     }
-}
-
-/// `accept` and `edit-accept` approve.
-pub fn is_approving(action: &str) -> bool {
-    action == "accept" || action == "edit-accept"
-}
-
-/// `reject` and `refine` reject: a refine never grants.
-pub fn is_rejecting(action: &str) -> bool {
-    action == "reject" || action == "refine"
 }
 
 /// The artifact data an approving vote approved, for counting a quorum:
 /// `None` for the requested artifact (`accept`, or an `edit-accept` whose
 /// data equals `original`), else the edited data.
-pub fn approved_data(action: &str, resume_value: &Value, original: Option<&Value>) -> Option<Value> {
-    if action != "edit-accept" {
+pub fn approved_data(
+    action: ApprovalAction,
+    resume_value: &Value,
+    original: Option<&Value>,
+) -> Option<Value> {
+    if action != ApprovalAction::EditAccept {
         return None;
     }
     match resume_value.get("editedArtifactData") {
@@ -373,18 +375,13 @@ pub fn agreeing_approvals(ballots: &[Ballot]) -> u32 {
 pub enum Verdict {
     /// Not decided yet; the run keeps waiting. `accepts` is the largest group
     /// of approvals of the same data; `rejects` counts rejects and refines.
-    Pending {
-        accepts: u32,
-        rejects: u32,
-    },
+    Pending { accepts: u32, rejects: u32 },
     Granted {
-        action: String,
+        action: ApprovalAction,
         decision: &'static str,
     },
     /// Rejected by the deciding vote, `reject` or `refine` (the node fails with `approval_rejected`).
-    Rejected {
-        action: String,
-    },
+    Rejected { action: ApprovalAction },
 }
 
 /// Tallies the latest vote per principal (`ballots` in arrival order; the
@@ -399,14 +396,12 @@ pub fn tally(rules: &ApprovalRules, ballots: &[Ballot]) -> Verdict {
     if last.is_override && rules.override_bypasses_quorum {
         if last.approves_something() {
             return Verdict::Granted {
-                action: last.action.clone(),
+                action: last.action,
                 decision: "overridden",
             };
         }
         if last.rejects() {
-            return Verdict::Rejected {
-                action: last.action.clone(),
-            };
+            return Verdict::Rejected { action: last.action };
         }
     }
     // Only approvals of the same data as the vote just cast can have reached
@@ -427,15 +422,15 @@ pub fn tally(rules: &ApprovalRules, ballots: &[Ballot]) -> Verdict {
     if rejected {
         // The deciding vote names the action; an accept cannot tip a rejection.
         let action = if last.rejects() {
-            last.action.clone()
+            last.action
         } else {
-            "reject".into()
+            ApprovalAction::Reject
         };
         return Verdict::Rejected { action };
     }
     if last.approves_something() && accepts >= rules.required_approvals {
         return Verdict::Granted {
-            action: last.action.clone(),
+            action: last.action,
             decision: "granted",
         };
     }
@@ -454,7 +449,7 @@ mod tests {
     fn b(p: &str, a: &str) -> Ballot {
         Ballot {
             principal: p.into(),
-            action: a.into(),
+            action: a.parse().unwrap(),
             is_override: false,
             approves: None,
         }
@@ -664,13 +659,13 @@ mod tests {
         assert_eq!(
             tally(&veto, &[b("a", "refine")]),
             Verdict::Rejected {
-                action: "refine".into()
+                action: ApprovalAction::Refine
             }
         );
         assert_eq!(
             tally(&veto, &[b("a", "accept"), b("b", "refine")]),
             Verdict::Rejected {
-                action: "refine".into()
+                action: ApprovalAction::Refine
             }
         );
         let majority = rules(
@@ -687,13 +682,13 @@ mod tests {
         assert_eq!(
             tally(&majority, &[b("a", "reject"), b("b", "refine")]),
             Verdict::Rejected {
-                action: "refine".into()
+                action: ApprovalAction::Refine
             }
         );
         assert_eq!(
             tally(&majority, &[b("a", "refine"), b("b", "reject")]),
             Verdict::Rejected {
-                action: "reject".into()
+                action: ApprovalAction::Reject
             }
         );
         // A refine never counts towards the quorum of approvals.
@@ -713,7 +708,7 @@ mod tests {
         assert_eq!(
             tally(&bypass, &[o]),
             Verdict::Rejected {
-                action: "refine".into()
+                action: ApprovalAction::Refine
             }
         );
     }
@@ -761,7 +756,7 @@ mod tests {
         let original = json!({"amount": 1});
         assert_eq!(
             approved_data(
-                "edit-accept",
+                ApprovalAction::EditAccept,
                 &json!({"editedArtifactData": {"amount": 1}}),
                 Some(&original)
             ),
@@ -769,14 +764,18 @@ mod tests {
         );
         assert_eq!(
             approved_data(
-                "edit-accept",
+                ApprovalAction::EditAccept,
                 &json!({"editedArtifactData": {"amount": 3}}),
                 Some(&original)
             ),
             Some(json!({"amount": 3}))
         );
         assert_eq!(
-            approved_data("accept", &json!({"editedArtifactData": {"x": 1}}), None),
+            approved_data(
+                ApprovalAction::Accept,
+                &json!({"editedArtifactData": {"x": 1}}),
+                None
+            ),
             None
         );
         assert_eq!(
@@ -812,7 +811,7 @@ mod tests {
         ];
         for &(policy, required, action, expected) in cases {
             let r = ApprovalRules {
-                actions: all.iter().map(|s| s.to_string()).collect(),
+                actions: all.iter().map(|s| s.parse().unwrap()).collect(),
                 required_approvals: required,
                 rejection_policy: policy,
                 ..rules(json!({"actions": ["accept"]}))

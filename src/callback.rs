@@ -17,33 +17,34 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
+use tollgate_wire::{EventType, RunStatus};
 
 /// The event types that cause a callback.
-pub const CALLBACK_EVENTS: [&str; 4] = [
-    "interrupt.requested",
-    "run.completed",
-    "run.failed",
-    "run.cancelled",
+pub const CALLBACK_EVENTS: [EventType; 4] = [
+    EventType::InterruptRequested,
+    EventType::RunCompleted,
+    EventType::RunFailed,
+    EventType::RunCancelled,
 ];
 
 /// Name of the signature header.
 pub const SIGNATURE_HEADER: &str = "OpenWOP-Signature";
 
 /// Does this event type cause a callback?
-pub fn is_callback_event(event_type: &str) -> bool {
+pub fn is_callback_event(event_type: EventType) -> bool {
     CALLBACK_EVENTS.contains(&event_type)
 }
 
 /// What a callback says about one event.
 pub struct CallbackEvent<'a> {
-    pub event_type: &'a str,
+    pub event_type: EventType,
     pub sequence: i64,
     pub run_id: &'a str,
     pub workflow_id: &'a str,
     pub node_id: Option<&'a str>,
     pub interrupt_id: Option<&'a str>,
     /// The run's status after the command that emitted the event.
-    pub run_status: &'a str,
+    pub run_status: RunStatus,
     pub timestamp: &'a str,
     pub payload: Value,
 }
@@ -143,7 +144,7 @@ mod tests {
             "run.failed",
             "run.cancelled",
         ] {
-            assert!(is_callback_event(t));
+            assert!(is_callback_event(t.parse().unwrap()));
         }
         for t in [
             "run.started",
@@ -151,7 +152,7 @@ mod tests {
             "interrupt.resolved",
             "node.failed",
         ] {
-            assert!(!is_callback_event(t));
+            assert!(!is_callback_event(t.parse().unwrap()));
         }
     }
 }

@@ -364,7 +364,7 @@ fn contract_from(
         ("requestSchema", &compiled.contract.request_schema),
         ("resumeSchema", &compiled.contract.resume_schema),
     ] {
-        crate::schema_subset::check(schema)
+        tollgate_wire::schema_subset::check(schema)
             .map_err(|e| contract_err(format!("node \"{node}\": {what}: {e}")))?;
     }
     Ok(compiled)
@@ -412,7 +412,7 @@ fn compile_behaviour(
             let contract = contract_from(
                 node,
                 config,
-                rules.actions.clone(),
+                rules.actions.iter().map(|a| a.to_string()).collect(),
                 approval_resume_schema(&rules.actions),
             )?;
             Ok(NodeBehaviour::Interrupt(Box::new(InterruptSpec {
@@ -509,7 +509,10 @@ fn compile_behaviour(
             };
             check_kind_data(node, kind, &data)?;
             let (outcomes, default_resume) = match (&approval, kind) {
-                (Some(r), _) => (r.actions.clone(), approval_resume_schema(&r.actions)),
+                (Some(r), _) => (
+                    r.actions.iter().map(|a| a.to_string()).collect(),
+                    approval_resume_schema(&r.actions),
+                ),
                 (None, InterruptKind::Credential) => (
                     vec!["authorized".into(), "declined".into()],
                     json!({"type": "object", "required": ["outcome"], "properties": {"outcome": {"enum": ["authorized", "declined"]}}}),
@@ -583,7 +586,7 @@ fn check_kind_data(node: &str, kind: InterruptKind, data: &Value) -> Result<()> 
 
 /// The built-in resume schema of an approval gate: the spec's resume shape,
 /// with `action` limited to the gate's actions.
-pub fn approval_resume_schema(actions: &[String]) -> Value {
+pub fn approval_resume_schema(actions: &[crate::approval::ApprovalAction]) -> Value {
     json!({
         "type": "object",
         "required": ["action"],
@@ -738,6 +741,13 @@ mod tests {
             {"id": "c", "typeId": "core.interrupt", "config": {"kind": "credential", "data": {"provider": "p", "scopes": ["s"], "connectUrl": "https://x", "reason": "missing"}}},
             {"id": "q", "typeId": "core.clarificationGate", "config": {"questions": [{"id": "a", "question": "?"}]}}
         ]), json!([])).is_ok());
+    }
+
+    #[test]
+    fn the_engines_own_schemas_can_be_drawn() {
+        use crate::approval::ApprovalAction;
+        tollgate_wire::schema_subset::check(&object_schema()).unwrap();
+        tollgate_wire::schema_subset::check(&approval_resume_schema(&ApprovalAction::OFFERABLE)).unwrap();
     }
 
     #[test]

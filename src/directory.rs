@@ -2,58 +2,36 @@
 //! Subject a principal presents on the wire.
 
 use crate::auth::Scope;
-use serde::{Deserialize, Serialize};
 
-pub const ISSUER: &str = "tollgate";
+pub use tollgate_wire::directory::{Lane, Principal, Subject, ISSUER};
 
-/// OpenWOP v2 Subject (closed object).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Subject {
-    pub issuer: String,
-    pub subject_id: String,
-    pub tenant: String,
-    pub lane: String,
-    pub kind: String,
-}
-
-/// Someone (or something) that acts: a person signed in, or an API key's owner.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Principal {
-    pub id: String,
-    pub tenant: String,
-    pub name: String,
-    pub email: Option<String>,
-    pub groups: Vec<String>,
-    pub roles: Vec<String>,
-    /// May release a gate alone where the gate sets `overrideBypassesQuorum`.
-    pub is_override: bool,
-}
-
-/// How the principal authenticated; becomes `Subject.lane`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lane {
-    ApiKey,
-    Session,
-    Token,
-}
-
-impl Principal {
-    pub fn subject(&self, lane: Lane) -> Subject {
-        Subject {
-            issuer: ISSUER.to_string(),
-            subject_id: self.id.clone(),
-            tenant: self.tenant.clone(),
-            lane: match lane {
-                Lane::ApiKey => "api-key",
-                Lane::Session => "session",
-                // A token holder is the recipient the token was minted for.
-                Lane::Token => "workload",
-            }
-            .to_string(),
-            kind: "user".to_string(),
-        }
-    }
+/// A principal from its stored columns; `groups` and `roles` are JSON
+/// arrays of names, and a column that is not one is an error.
+pub(crate) fn principal_from_columns(
+    id: String,
+    tenant: String,
+    name: String,
+    email: Option<String>,
+    groups: &str,
+    roles: &str,
+    is_override: bool,
+) -> crate::error::Result<Principal> {
+    let list = |column: &str, text: &str| -> crate::error::Result<Vec<String>> {
+        serde_json::from_str(text).map_err(|e| {
+            crate::error::EngineError::Storage(format!(
+                "principals.{column} of {id}: not a JSON list of names: {e}"
+            ))
+        })
+    };
+    Ok(Principal {
+        groups: list("groups", groups)?,
+        roles: list("roles", roles)?,
+        id,
+        tenant,
+        name,
+        email,
+        is_override,
+    })
 }
 
 /// The actor of an engine operation: who, how they authenticated, and what

@@ -27,6 +27,7 @@ use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
+use tollgate_wire::{ApprovalAction, InterruptKind, InterruptStatus, NodeId, RunId, RunStatus};
 
 pub mod admin;
 mod directory;
@@ -42,7 +43,6 @@ pub mod token_keys;
 mod tokens;
 mod views;
 
-pub use crate::runtime::is_terminal_status;
 pub use idempotency::Idem;
 pub(crate) use runs::snapshot_of;
 pub use runs::MAX_RECURSION_LIMIT;
@@ -108,16 +108,16 @@ pub struct Outcome<T> {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RunCreated {
-    pub run_id: String,
-    pub status: String,
+    pub run_id: RunId,
+    pub status: RunStatus,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Resolved {
-    pub run_id: String,
-    pub node_id: String,
-    pub status: String,
+    pub run_id: RunId,
+    pub node_id: NodeId,
+    pub status: RunStatus,
 }
 
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -170,7 +170,7 @@ pub struct Overview {
 #[serde(rename_all = "camelCase")]
 pub struct VoteView {
     pub principal: String,
-    pub action: String,
+    pub action: ApprovalAction,
     pub eligible_via: String,
     pub decided_at: String,
     pub counted: bool,
@@ -182,12 +182,12 @@ pub struct VoteView {
 #[serde(rename_all = "camelCase")]
 pub struct InterruptView {
     pub interrupt_id: String,
-    pub run_id: String,
-    pub node_id: String,
+    pub run_id: RunId,
+    pub node_id: NodeId,
     pub workflow_id: String,
     pub key: String,
-    pub kind: String,
-    pub status: String,
+    pub kind: InterruptKind,
+    pub status: InterruptStatus,
     pub title: String,
     pub payload: Value,
     pub request_schema: Value,
@@ -210,15 +210,10 @@ pub struct InterruptView {
 /// Filter for interrupt listings.
 #[derive(Debug, Clone, Default)]
 pub struct InterruptFilter {
-    pub status: Option<String>,
+    pub status: Option<InterruptStatus>,
     pub workflow_id: Option<String>,
-    pub kind: Option<String>,
+    pub kind: Option<InterruptKind>,
     pub limit: i64,
-}
-
-fn json_or_null(s: Option<&str>) -> Value {
-    s.and_then(|s| serde_json::from_str(s).ok())
-        .unwrap_or(Value::Null)
 }
 
 /// The owner of instance-wide workflow definitions (no tenant id is empty).

@@ -27,7 +27,7 @@ pub enum EngineError {
     #[error("{0}")]
     AlreadyResolved(String),
     #[error("the run is already terminal ({0})")]
-    RunTerminal(String),
+    RunTerminal(tollgate_wire::RunStatus),
     #[error("the Idempotency-Key was used with a different request")]
     IdempotencyMismatch,
     #[error("{0}")]
@@ -162,7 +162,30 @@ impl From<serde_json::Error> for EngineError {
     }
 }
 
+/// A stored status, kind or action this build does not know: the row is
+/// not what the schema says, so it is a storage error, never a default.
+impl From<tollgate_wire::UnknownValue> for EngineError {
+    fn from(e: tollgate_wire::UnknownValue) -> Self {
+        EngineError::Storage(format!("stored value: {e}"))
+    }
+}
+
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+/// An optional filter parameter (`?status=`, `?kind=`) as its enum: empty or
+/// absent is no filter; anything else must be one of the enum's values
+/// (400 `validation_error` naming `field` and the choices).
+pub fn parse_param<T>(field: &str, value: Option<&str>) -> Result<Option<T>>
+where
+    T: std::str::FromStr<Err = tollgate_wire::UnknownValue>,
+{
+    match value.filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(v) => v.parse().map(Some).map_err(|e: tollgate_wire::UnknownValue| {
+            EngineError::validation(field, format!("{field}: {e}"))
+        }),
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -176,7 +199,7 @@ mod tests {
             EngineError::Forbidden("f".into()),
             EngineError::TenantMismatch,
             EngineError::AlreadyResolved("a".into()),
-            EngineError::RunTerminal("r".into()),
+            EngineError::RunTerminal(tollgate_wire::RunStatus::Completed),
             EngineError::IdempotencyMismatch,
             EngineError::IdempotencyKeyInvalid("i".into()),
             EngineError::TokenInvalid("t".into()),

@@ -3,23 +3,10 @@
 
 use crate::error::{EngineError, Result};
 
-fn is_unreserved(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '~' | '-')
-}
-
-fn chars_within(s: &str, min: usize, max: usize, extra: &[char]) -> bool {
-    let n = s.chars().count();
-    n >= min && n <= max && s.chars().all(|c| is_unreserved(c) || extra.contains(&c))
-}
-
-/// The one tenant-id grammar of this host, wherever a tenant id enters
-/// (configuration, CLI, directory, run ids): v2's `^(anon:)?[A-Za-z0-9._~-]{1,128}$`
-/// without `~`, which the path projection of run ids (`~2F`) reserves.
-/// Case matters: `ACME-X`, `acme-x` and `acme_x` are three tenants.
-pub fn is_tenant_id(s: &str) -> bool {
-    let bare = s.strip_prefix("anon:").unwrap_or(s);
-    chars_within(bare, 1, 128, &[]) && !bare.contains('~')
-}
+pub use tollgate_wire::ids::{
+    encode_path_id, is_idempotency_key, is_node_id, is_opaque, is_tenant_bound, is_tenant_id, is_workflow_id,
+    tenant_of, InvalidId,
+};
 
 /// [`is_tenant_id`] as a validation error naming `field`.
 pub fn check_tenant_id(field: &str, s: &str) -> Result<()> {
@@ -71,19 +58,6 @@ impl TenantRange {
     }
 }
 
-pub fn is_opaque(s: &str) -> bool {
-    chars_within(s, 16, 128, &[])
-}
-
-/// `nodeId` and `workflowId` share the grammar `^[A-Za-z0-9._~:-]{1,128}$`.
-pub fn is_node_id(s: &str) -> bool {
-    chars_within(s, 1, 128, &[':'])
-}
-
-pub fn is_workflow_id(s: &str) -> bool {
-    is_node_id(s)
-}
-
 /// `^[a-z][a-z0-9_-]*(\.[a-z][a-zA-Z0-9_-]*)+$`, at most 256 chars.
 pub fn is_type_id(s: &str) -> bool {
     if s.len() > 256 {
@@ -103,19 +77,6 @@ pub fn is_type_id(s: &str) -> bool {
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     });
     head_ok && rest_ok && rest > 0
-}
-
-/// `^(anon:)?[A-Za-z0-9._~-]{1,128}/[A-Za-z0-9._~-]{16,128}$`
-pub fn is_tenant_bound(s: &str) -> bool {
-    match s.split_once('/') {
-        Some((tenant, opaque)) => is_tenant_id(tenant) && is_opaque(opaque),
-        None => false,
-    }
-}
-
-/// Idempotency-Key grammar: `^[A-Za-z0-9._~-]{22,128}$`.
-pub fn is_idempotency_key(s: &str) -> bool {
-    chars_within(s, 22, 128, &[])
 }
 
 /// A fresh opaque id: time-ordered (UUIDv7) so ids sort by creation.
@@ -155,20 +116,6 @@ pub fn decode_path_id(segment: &str, field: &str) -> Result<String> {
     Ok(out)
 }
 
-/// The projection of an id into one path segment: `/` → `~2F`, `~` → `~7E`;
-/// `decode_path_id` inverts it for every string.
-pub fn encode_path_id(id: &str) -> String {
-    let mut out = String::with_capacity(id.len() + 4);
-    for c in id.chars() {
-        match c {
-            '/' => out.push_str("~2F"),
-            '~' => out.push_str("~7E"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Parses a run id from a path segment and checks its grammar: a malformed
 /// segment is 400 `validation_error` naming `runId` (no lookup is made).
 pub fn parse_run_id(segment: &str) -> Result<String> {
@@ -181,10 +128,6 @@ pub fn parse_run_id(segment: &str) -> Result<String> {
             "runId: not a run id (tenant~2Fopaque: tenant ^(anon:)?[A-Za-z0-9._-]{1,128}$, opaque ^[A-Za-z0-9._~-]{16,128}$)",
         ))
     }
-}
-
-pub fn tenant_of(id: &str) -> &str {
-    id.split_once('/').map(|(t, _)| t).unwrap_or("")
 }
 
 #[cfg(test)]

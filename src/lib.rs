@@ -21,10 +21,14 @@ pub mod passwords;
 pub mod projection;
 pub mod routing;
 mod runtime;
-pub mod schema_subset;
 pub mod sign_in;
 pub mod store;
 pub mod token;
+
+pub use tollgate_wire as wire;
+pub use tollgate_wire::{
+    ApprovalAction, EventType, InterruptKind, InterruptStatus, NodeId, NodeStatus, RunId, RunStatus, TenantId,
+};
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use directory::{Actor, Lane, Principal, Subject};

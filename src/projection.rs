@@ -5,30 +5,29 @@ use crate::events::RunEvent;
 use crate::runtime::RunRow;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use tollgate_wire::{EventType, InterruptKind, InterruptStatus, NodeStatus, RunStatus};
 
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Folded {
-    pub status: String,
+    pub status: RunStatus,
     pub current_node_id: Option<String>,
     pub error: Option<Value>,
     /// node → (status, visits)
-    pub nodes: BTreeMap<String, (String, i64)>,
+    pub nodes: BTreeMap<String, (NodeStatus, i64)>,
     /// interrupt id → status
-    pub interrupts: BTreeMap<String, String>,
-    waiting: BTreeMap<String, String>,
-}
-
-fn waiting_status(kind: &str) -> &'static str {
-    crate::interrupt::InterruptKind::parse(kind)
-        .map(|k| k.waiting_status())
-        .unwrap_or("waiting-approval")
+    pub interrupts: BTreeMap<String, InterruptStatus>,
+    waiting: BTreeMap<String, RunStatus>,
 }
 
 /// Folds events (in sequence order) into run, node and interrupt state.
 pub fn fold(events: &[RunEvent]) -> Folded {
     let mut f = Folded {
-        status: "pending".into(),
-        ..Default::default()
+        status: RunStatus::Queued,
+        current_node_id: None,
+        error: None,
+        nodes: BTreeMap::new(),
+        interrupts: BTreeMap::new(),
+        waiting: BTreeMap::new(),
     };
     // Nodes in first-seen order decide which suspended node the snapshot names.
     let mut order: Vec<String> = Vec::new();
@@ -42,70 +41,67 @@ pub fn fold(events: &[RunEvent]) -> Folded {
                 order.push(n.clone());
             }
         }
-        let set = |f: &mut Folded, status: &str| {
+        let set = |f: &mut Folded, status: NodeStatus| {
             if let Some(n) = &node {
-                f.nodes.entry(n.clone()).or_insert(("idle".into(), 0)).0 = status.to_string();
+                f.nodes.entry(n.clone()).or_insert((NodeStatus::Idle, 0)).0 = status;
             }
         };
-        match e.event_type.as_str() {
-            "run.started" => f.status = "running".into(),
-            "node.started" => {
+        match e.event_type {
+            EventType::RunStarted => f.status = RunStatus::Running,
+            EventType::NodeStarted => {
                 if let Some(n) = &node {
-                    let st = f.nodes.entry(n.clone()).or_insert(("idle".into(), 0));
-                    st.0 = "running".into();
+                    let st = f.nodes.entry(n.clone()).or_insert((NodeStatus::Idle, 0));
+                    st.0 = NodeStatus::Running;
                     st.1 += 1;
                 }
             }
-            "node.suspended" => {
-                set(&mut f, "suspended");
+            EventType::NodeSuspended => {
+                set(&mut f, NodeStatus::Suspended);
                 if let (Some(n), Some(id)) = (&node, e.payload["interruptId"].as_str()) {
-                    f.interrupts.insert(id.to_string(), "pending".into());
-                    f.waiting.insert(
-                        n.clone(),
-                        waiting_status(e.payload["kind"].as_str().unwrap_or("")).into(),
-                    );
+                    f.interrupts.insert(id.to_string(), InterruptStatus::Pending);
+                    let waiting = e.payload["kind"]
+                        .as_str()
+                        .and_then(InterruptKind::parse)
+                        .map_or(RunStatus::WaitingApproval, InterruptKind::waiting_status);
+                    f.waiting.insert(n.clone(), waiting);
                 }
             }
-            "interrupt.resolved" => {
+            EventType::InterruptResolved => {
                 if let Some(id) = e.payload["interruptId"].as_str() {
-                    f.interrupts.insert(id.to_string(), "resolved".into());
+                    f.interrupts.insert(id.to_string(), InterruptStatus::Resolved);
                 }
             }
-            "node.completed" => set(&mut f, "completed"),
-            "node.failed" => set(&mut f, "failed"),
-            "node.skipped" => set(&mut f, "skipped"),
-            "node.cancelled" => set(&mut f, "cancelled"),
-            "run.completed" => f.status = "completed".into(),
-            "run.failed" => {
-                f.status = "failed".into();
+            EventType::NodeCompleted => set(&mut f, NodeStatus::Completed),
+            EventType::NodeFailed => set(&mut f, NodeStatus::Failed),
+            EventType::NodeSkipped => set(&mut f, NodeStatus::Skipped),
+            EventType::NodeCancelled => set(&mut f, NodeStatus::Cancelled),
+            EventType::RunCompleted => f.status = RunStatus::Completed,
+            EventType::RunFailed => {
+                f.status = RunStatus::Failed;
                 f.error = Some(e.payload["error"].clone());
             }
-            "run.cancelled" => f.status = "cancelled".into(),
-            _ => {}
+            EventType::RunCancelled => f.status = RunStatus::Cancelled,
+            EventType::NodeResumed | EventType::InterruptRequested => {}
         }
-        if matches!(e.event_type.as_str(), "run.failed" | "run.cancelled") {
+        if matches!(e.event_type, EventType::RunFailed | EventType::RunCancelled) {
             for s in f.interrupts.values_mut() {
-                if s == "pending" {
-                    *s = "cancelled".into();
+                if *s == InterruptStatus::Pending {
+                    *s = InterruptStatus::Cancelled;
                 }
             }
         }
     }
-    if !crate::runtime::is_terminal_status(&f.status) {
+    if !f.status.is_terminal() {
         // A node still "running" after a command is a durable delay.
         let suspended = order
             .iter()
-            .find(|n| f.nodes.get(*n).is_some_and(|s| s.0 == "suspended"));
+            .find(|n| f.nodes.get(*n).is_some_and(|s| s.0 == NodeStatus::Suspended));
         match suspended {
             Some(n) => {
-                f.status = f
-                    .waiting
-                    .get(n)
-                    .cloned()
-                    .unwrap_or_else(|| "waiting-approval".into());
+                f.status = f.waiting.get(n).copied().unwrap_or(RunStatus::WaitingApproval);
                 f.current_node_id = Some(n.clone());
             }
-            None => f.status = "running".into(),
+            None => f.status = RunStatus::Running,
         }
     }
     f
@@ -116,8 +112,8 @@ impl Folded {
     pub(crate) fn diff(
         &self,
         run: &RunRow,
-        nodes: &[(String, String, i64)],
-        interrupts: &[(String, String)],
+        nodes: &[(String, NodeStatus, i64)],
+        interrupts: &[(String, InterruptStatus)],
     ) -> Vec<String> {
         let mut out = Vec::new();
         if self.status != run.status {
@@ -126,16 +122,13 @@ impl Folded {
                 self.status, run.status
             ));
         }
-        if self.current_node_id != run.current_node_id {
+        if self.current_node_id.as_deref() != run.current_node_id.as_deref() {
             out.push(format!(
                 "currentNodeId: log {:?}, projection {:?}",
                 self.current_node_id, run.current_node_id
             ));
         }
-        let stored_error = run
-            .error
-            .as_deref()
-            .and_then(|e| serde_json::from_str::<Value>(e).ok());
+        let stored_error = run.error.clone();
         if self.error != stored_error {
             out.push(format!(
                 "error: log {:?}, projection {:?}",
@@ -144,27 +137,27 @@ impl Folded {
         }
         for (node, status, visits) in nodes {
             // A delay waiting on its timer has started but not finished.
-            let stored = if status == "waiting" {
-                "running"
+            let stored = if *status == NodeStatus::Waiting {
+                NodeStatus::Running
             } else {
-                status.as_str()
+                *status
             };
             match self.nodes.get(node) {
-                Some((s, v)) if s == stored && v == visits => {}
-                Some((s, v)) if stored == "skipped" || stored == "queued" => {
-                    if s != stored && !(stored == "queued" && s == "idle") {
+                Some((s, v)) if *s == stored && v == visits => {}
+                Some((s, v)) if matches!(stored, NodeStatus::Skipped | NodeStatus::Queued) => {
+                    if *s != stored && !(stored == NodeStatus::Queued && *s == NodeStatus::Idle) {
                         out.push(format!(
                             "node {node}: log ({s}, {v}), projection ({status}, {visits})"
                         ));
                     }
                 }
-                None if status == "skipped" || status == "queued" => {}
+                None if matches!(status, NodeStatus::Skipped | NodeStatus::Queued) => {}
                 other => out.push(format!(
                     "node {node}: log {other:?}, projection ({status}, {visits})"
                 )),
             }
         }
-        let stored: BTreeMap<String, String> = interrupts.iter().cloned().collect();
+        let stored: BTreeMap<String, InterruptStatus> = interrupts.iter().cloned().collect();
         if stored != self.interrupts {
             out.push(format!(
                 "interrupts: log {:?}, projection {:?}",

@@ -4,6 +4,7 @@
 
 use crate::definition::{Edge, TriggerRule};
 use std::collections::BTreeMap;
+use tollgate_wire::NodeStatus;
 
 /// What the incoming edges decide for their target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,24 +22,18 @@ pub enum Trigger {
 /// `skipped`). Edges are grouped by rule; any satisfied group fires.
 pub fn trigger<'e>(
     incoming: impl IntoIterator<Item = &'e Edge>,
-    delivered: &BTreeMap<String, String>,
+    delivered: &BTreeMap<String, NodeStatus>,
 ) -> Trigger {
     let incoming: Vec<&Edge> = incoming.into_iter().collect();
     let mut rules: Vec<TriggerRule> = incoming.iter().map(|e| e.rule).collect();
     rules.dedup();
     let satisfied = rules.iter().any(|&rule| {
-        let states: Vec<Option<&str>> = incoming
+        let states: Vec<Option<NodeStatus>> = incoming
             .iter()
             .filter(|e| e.rule == rule)
-            .map(|e| delivered.get(&e.id).map(String::as_str))
+            .map(|e| delivered.get(&e.id).copied())
             .collect();
-        match rule {
-            TriggerRule::AllSuccess => states.iter().all(|s| *s == Some("completed")),
-            TriggerRule::AnySuccess => states.contains(&Some("completed")),
-            TriggerRule::AllComplete => states.iter().all(Option::is_some),
-            TriggerRule::NoneFailed => states.iter().all(|s| matches!(s, Some("completed" | "skipped"))),
-            TriggerRule::AnyFailed => states.contains(&Some("failed")),
-        }
+        decide_rule(rule, &states)
     });
     if satisfied {
         Trigger::Fire
@@ -46,6 +41,19 @@ pub fn trigger<'e>(
         Trigger::Skip
     } else {
         Trigger::Wait
+    }
+}
+
+/// Whether one rule's group of edges is satisfied by what they delivered
+/// (`None`: that source has not finished yet).
+fn decide_rule(rule: TriggerRule, states: &[Option<NodeStatus>]) -> bool {
+    use NodeStatus::{Completed, Failed, Skipped};
+    match rule {
+        TriggerRule::AllSuccess => states.iter().all(|s| *s == Some(Completed)),
+        TriggerRule::AnySuccess => states.contains(&Some(Completed)),
+        TriggerRule::AllComplete => states.iter().all(Option::is_some),
+        TriggerRule::NoneFailed => states.iter().all(|s| matches!(s, Some(Completed | Skipped))),
+        TriggerRule::AnyFailed => states.contains(&Some(Failed)),
     }
 }
 
@@ -67,11 +75,11 @@ mod tests {
             .collect()
     }
 
-    fn delivered(statuses: &[Option<&str>]) -> BTreeMap<String, String> {
+    fn delivered(statuses: &[Option<&str>]) -> BTreeMap<String, NodeStatus> {
         statuses
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| s.map(|s| (format!("e{i}"), s.to_string())))
+            .filter_map(|(i, s)| s.map(|s| (format!("e{i}"), s.parse().unwrap())))
             .collect()
     }
 

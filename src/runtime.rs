@@ -3,7 +3,7 @@
 //! updates the projections on the same connection, inside the caller's
 //! transaction, so a command is one atomic step.
 
-use crate::approval::{self, Ballot, OnTimeout, Verdict};
+use crate::approval::{self, ApprovalAction, Ballot, OnTimeout, Verdict};
 use crate::args;
 use crate::clock::Millis;
 use crate::contract::Contract;
@@ -13,92 +13,83 @@ use crate::error::{EngineError, Result};
 use crate::ids;
 use crate::interrupt::{reentry_key, InterruptKind};
 use crate::routing::Trigger;
-use crate::store::{Dialect, Row, Val, WriteConn};
+use crate::store::{fetch_rows, Dialect, Row, Val, WriteConn};
 use serde_json::{json, Map, Value};
 use sqlx::AnyConnection;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::LazyLock;
+use tollgate_wire::{EventType, InterruptStatus, NodeId, NodeStatus, RunId, RunStatus, TenantId};
 
 /// Default bound on how often one node may run in one run (a runaway loop guard).
 pub const DEFAULT_RECURSION_LIMIT: i64 = 25;
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// A run as stored, each column decoded once: statuses as enums, JSON
+/// columns as values (a column that is not what it should be is an error,
+/// never a silent default).
+#[derive(Debug, Clone)]
 pub(crate) struct RunRow {
-    pub run_id: String,
-    pub tenant: String,
+    pub run_id: RunId,
+    pub tenant: TenantId,
     pub workflow_id: String,
     pub workflow_digest: String,
-    pub status: String,
-    pub owner: String,
-    pub current_node_id: Option<String>,
-    pub error: Option<String>,
-    pub inputs: String,
-    pub configurable: Option<String>,
-    pub tags: Option<String>,
-    pub metadata: Option<String>,
+    pub status: RunStatus,
+    /// `RunSnapshot.owner`.
+    pub owner: Value,
+    pub current_node_id: Option<NodeId>,
+    pub error: Option<Value>,
+    pub inputs: Value,
+    pub configurable: Option<Value>,
+    pub tags: Option<Value>,
+    pub metadata: Option<Value>,
     pub callback_url: Option<String>,
     pub next_sequence: i64,
     pub created_at: Millis,
     pub completed_at: Option<Millis>,
     /// The run's node states as JSON, when loaded together with the run.
-    #[sqlx(default)]
     pub nodes_json: Option<String>,
 }
 
 pub(crate) const RUN_COLUMNS: &str = "run_id, tenant, workflow_id, workflow_digest, status, owner, current_node_id, error, inputs, configurable, tags, metadata, callback_url, next_sequence, created_at, completed_at";
 
 impl RunRow {
-    /// Reads a row selected with [`RUN_COLUMNS`] (and optionally `nodes_json`) on the writer.
-    fn from_write_row(row: &Row) -> Result<RunRow> {
+    /// Decodes a row selected with [`RUN_COLUMNS`] (and optionally `nodes_json`), from either pool.
+    pub(crate) fn from_row(row: &Row) -> Result<RunRow> {
         Ok(RunRow {
             run_id: row.get(0)?,
             tenant: row.get(1)?,
             workflow_id: row.get(2)?,
             workflow_digest: row.get(3)?,
             status: row.get(4)?,
-            owner: row.get(5)?,
+            owner: row.json(5)?,
             current_node_id: row.get(6)?,
-            error: row.get(7)?,
-            inputs: row.get(8)?,
-            configurable: row.get(9)?,
-            tags: row.get(10)?,
-            metadata: row.get(11)?,
+            error: row.opt_json(7)?,
+            inputs: row.json(8)?,
+            configurable: row.opt_json(9)?,
+            tags: row.opt_json(10)?,
+            metadata: row.opt_json(11)?,
             callback_url: row.get(12)?,
             next_sequence: row.get(13)?,
             created_at: row.get(14)?,
             completed_at: row.get(15)?,
-            nodes_json: optional_column(row, 16)?,
+            nodes_json: if row.has(16) { row.get(16)? } else { None },
         })
     }
-}
 
-/// A column that only some queries select (after the fixed ones).
-fn optional_column(row: &Row, index: usize) -> Result<Option<String>> {
-    if index < row.values.len() {
-        row.get(index)
-    } else {
-        Ok(None)
-    }
-}
-
-pub fn is_terminal_status(s: &str) -> bool {
-    matches!(s, "completed" | "failed" | "cancelled")
-}
-
-impl RunRow {
     pub fn is_terminal(&self) -> bool {
-        is_terminal_status(&self.status)
+        self.status.is_terminal()
     }
+
+    /// The subject id of the run's owner (`owner.subject.subjectId`).
     pub fn owner_subject_id(&self) -> String {
-        serde_json::from_str::<Value>(&self.owner)
-            .ok()
-            .and_then(|o| o["subject"]["subjectId"].as_str().map(str::to_string))
+        self.owner["subject"]["subjectId"]
+            .as_str()
             .unwrap_or_default()
+            .to_string()
     }
+
     fn recursion_limit(&self) -> i64 {
         self.configurable
-            .as_deref()
-            .and_then(|c| serde_json::from_str::<Value>(c).ok())
+            .as_ref()
             .and_then(|c| c["run"]["recursionLimit"].as_i64())
             .filter(|&n| n > 0)
             .unwrap_or(DEFAULT_RECURSION_LIMIT)
@@ -107,113 +98,113 @@ impl RunRow {
 
 #[derive(Debug, Clone)]
 struct NodeRow {
-    node_id: String,
-    status: String,
+    node_id: NodeId,
+    status: NodeStatus,
     visits: i64,
     output: Option<String>,
     pending_in: String,
     due_at: Option<Millis>,
-    waiting: Option<String>,
+    waiting: Option<RunStatus>,
 }
 
 #[derive(Debug, Clone, Default)]
 struct NodeState {
-    status: String,
+    status: NodeStatus,
     visits: i64,
     output: Option<Value>,
     /// Edges delivered since this node last fired: edge id → source status.
-    pending_in: BTreeMap<String, String>,
+    pending_in: BTreeMap<String, NodeStatus>,
     due_at: Option<Millis>,
-    waiting: Option<String>,
+    /// The run status while this node is suspended.
+    waiting: Option<RunStatus>,
     dirty: bool,
     stored: bool,
 }
 
 impl NodeState {
     fn is_active(&self) -> bool {
-        matches!(
-            self.status.as_str(),
-            "queued" | "running" | "waiting" | "suspended"
-        )
+        self.status.is_active()
     }
 }
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// An interrupt as stored, decoded once (see [`RunRow`]).
+#[derive(Debug, Clone)]
 #[allow(dead_code)] // every column is selected; not all are read yet
 pub(crate) struct InterruptRow {
     pub interrupt_id: String,
-    pub run_id: String,
-    pub node_id: String,
+    pub run_id: RunId,
+    pub node_id: NodeId,
     pub key: String,
     pub visit: i64,
-    pub kind: String,
-    pub status: String,
-    pub payload: String,
+    pub kind: InterruptKind,
+    pub status: InterruptStatus,
+    /// The `interrupt.requested` payload (`kind`, `key`, `data`, `resumeSchema`, …).
+    pub payload: Value,
+    /// The contract's JSON text: compiled (and cached by this text) where it is used.
     pub contract: String,
-    pub request: Option<String>,
-    pub eligibility: String,
+    pub request: Option<Value>,
+    /// Approval gates' rules; `None` for other kinds.
+    pub rules: Option<approval::ApprovalRules>,
     pub workflow_id: String,
     pub title: String,
     pub owner_subject: String,
     pub created_at: Millis,
     pub deadline_at: Option<Millis>,
     pub resolved_at: Option<Millis>,
-    pub resolution: Option<String>,
-    /// Votes as JSON `[principal, action, superseded, is_override]`, when loaded with the interrupt.
-    #[sqlx(default)]
+    pub resolution: Option<Value>,
+    /// Votes as JSON `[principal, action, superseded, is_override, resume_value]`, when loaded with the interrupt.
     pub votes_json: Option<String>,
 }
 
 pub(crate) const INTERRUPT_COLUMNS: &str = "interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, request, eligibility, workflow_id, title, owner_subject, created_at, deadline_at, resolved_at, resolution";
 
 impl InterruptRow {
-    /// Reads a row selected with [`INTERRUPT_COLUMNS`] (and optionally `votes_json`) on the writer.
-    fn from_write_row(row: &Row) -> Result<InterruptRow> {
+    /// Decodes a row selected with [`INTERRUPT_COLUMNS`] (and optionally `votes_json`), from either pool.
+    pub(crate) fn from_row(row: &Row) -> Result<InterruptRow> {
+        let kind: InterruptKind = row.get(5)?;
+        let rules = match row.opt_json(10)? {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                serde_json::from_value(v)
+                    .map_err(|e| EngineError::Storage(format!("interrupts.eligibility: {e}")))?,
+            ),
+        };
         Ok(InterruptRow {
             interrupt_id: row.get(0)?,
             run_id: row.get(1)?,
             node_id: row.get(2)?,
             key: row.get(3)?,
             visit: row.get(4)?,
-            kind: row.get(5)?,
+            kind,
             status: row.get(6)?,
-            payload: row.get(7)?,
+            payload: row.json(7)?,
             contract: row.get(8)?,
-            request: row.get(9)?,
-            eligibility: row.get(10)?,
+            request: row.opt_json(9)?,
+            rules,
             workflow_id: row.get(11)?,
             title: row.get(12)?,
             owner_subject: row.get(13)?,
             created_at: row.get(14)?,
             deadline_at: row.get(15)?,
             resolved_at: row.get(16)?,
-            resolution: row.get(17)?,
-            votes_json: optional_column(row, 18)?,
+            resolution: row.opt_json(17)?,
+            votes_json: if row.has(18) { row.get(18)? } else { None },
         })
     }
 
-    pub fn kind(&self) -> Option<InterruptKind> {
-        InterruptKind::parse(&self.kind)
-    }
-    pub fn payload_json(&self) -> Value {
-        serde_json::from_str(&self.payload).unwrap_or(Value::Null)
-    }
-    pub fn contract_json(&self) -> Option<Contract> {
-        serde_json::from_str(&self.contract).ok()
-    }
-    pub fn approval_rules(&self) -> Option<approval::ApprovalRules> {
-        serde_json::from_str(&self.eligibility).ok()
+    /// The stored contract; text that is not one is an error.
+    pub fn contract_json(&self) -> Result<Contract> {
+        serde_json::from_str(&self.contract)
+            .map_err(|e| EngineError::Storage(format!("interrupts.contract of {}: {e}", self.interrupt_id)))
     }
 }
 
 pub(crate) async fn load_run(conn: &mut AnyConnection, run_id: &str) -> Result<Option<RunRow>> {
     let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?");
-    Ok(
-        sqlx::query_as::<_, RunRow>(&crate::store::any_dialect(conn).placeholders(&sql))
-            .bind(run_id)
-            .fetch_optional(conn)
-            .await?,
-    )
+    let sql = crate::store::any_dialect(conn).placeholders(&sql);
+    Ok(fetch_rows(sqlx::query(&sql).bind(run_id), conn, RunRow::from_row)
+        .await?
+        .pop())
 }
 
 // Statements the writer runs on every command, built once (they splice in
@@ -291,7 +282,7 @@ pub(crate) fn load_run_for_update(conn: &WriteConn, run_id: &str) -> Result<Opti
         Dialect::Sqlite => &LOAD_RUN_FOR_UPDATE,
         Dialect::Postgres => &LOAD_RUN_FOR_UPDATE_PG,
     };
-    conn.query_opt(sql, args![run_id], RunRow::from_write_row)
+    conn.query_opt(sql, args![run_id], RunRow::from_row)
 }
 
 pub(crate) async fn latest_interrupt(
@@ -300,11 +291,13 @@ pub(crate) async fn latest_interrupt(
     node_id: &str,
 ) -> Result<Option<InterruptRow>> {
     let sql = latest_interrupt_sql(crate::store::any_dialect(conn));
-    Ok(sqlx::query_as::<_, InterruptRow>(sql)
-        .bind(run_id)
-        .bind(node_id)
-        .fetch_optional(conn)
-        .await?)
+    Ok(fetch_rows(
+        sqlx::query(sql).bind(run_id).bind(node_id),
+        conn,
+        InterruptRow::from_row,
+    )
+    .await?
+    .pop())
 }
 
 /// [`latest_interrupt`] on the writer, inside a command (after the run is locked).
@@ -316,7 +309,7 @@ pub(crate) fn latest_interrupt_for_update(
     conn.query_opt(
         latest_interrupt_sql(conn.dialect()),
         args![run_id, node_id],
-        InterruptRow::from_write_row,
+        InterruptRow::from_row,
     )
 }
 
@@ -325,16 +318,12 @@ pub(crate) fn pending_interrupt_for_update(
     conn: &WriteConn,
     interrupt_id: &str,
 ) -> Result<Option<InterruptRow>> {
-    conn.query_opt(
-        &PENDING_INTERRUPT,
-        args![interrupt_id],
-        InterruptRow::from_write_row,
-    )
+    conn.query_opt(&PENDING_INTERRUPT, args![interrupt_id], InterruptRow::from_row)
 }
 
 /// What a run start needs besides the definition.
 pub struct NewRun {
-    pub run_id: String,
+    pub run_id: RunId,
     pub workflow_digest: String,
     pub inputs: Value,
     pub owner: Value,
@@ -344,18 +333,26 @@ pub struct NewRun {
     pub callback_url: Option<String>,
 }
 
+/// An event this command appends, serialised once.
+struct PendingEvent {
+    sequence: i64,
+    event_type: EventType,
+    node_id: Option<NodeId>,
+    payload: String,
+}
+
 /// One command's view of one run.
 pub(crate) struct Exec<'a> {
     conn: &'a WriteConn<'a>,
     wf: &'a Workflow,
     pub run: RunRow,
-    nodes: HashMap<String, NodeState>,
+    nodes: HashMap<NodeId, NodeState>,
     now: Millis,
-    queue: VecDeque<String>,
-    unhandled: Option<(String, Value)>,
+    queue: VecDeque<NodeId>,
+    unhandled: Option<(NodeId, Value)>,
     recursion_limit: i64,
     /// Events appended by this command, written in one statement by `finish`.
-    pending_events: Vec<(i64, String, Option<String>, String)>,
+    pending_events: Vec<PendingEvent>,
     /// Other writes of this command, sent with the events by `finish`.
     writes: Batch,
 }
@@ -388,8 +385,8 @@ impl<'a> Exec<'a> {
                 NodeState {
                     status: r.status,
                     visits: r.visits,
-                    output: r.output.and_then(|o| serde_json::from_str(&o).ok()),
-                    pending_in: serde_json::from_str(&r.pending_in).unwrap_or_default(),
+                    output: r.output.map(|o| serde_json::from_str(&o)).transpose()?,
+                    pending_in: serde_json::from_str(&r.pending_in)?,
                     due_at: r.due_at,
                     waiting: r.waiting,
                     dirty: false,
@@ -415,18 +412,18 @@ impl<'a> Exec<'a> {
     /// Creates the run row, emits `run.started` and fires the root nodes.
     pub fn start(conn: &'a WriteConn<'a>, wf: &'a Workflow, new: NewRun, now: Millis) -> Result<Exec<'a>> {
         let run = RunRow {
-            tenant: ids::tenant_of(&new.run_id).to_string(),
+            tenant: TenantId::trusted(new.run_id.tenant()),
             run_id: new.run_id,
             workflow_id: wf.id.clone(),
             workflow_digest: new.workflow_digest,
-            status: "running".into(),
-            owner: new.owner.to_string(),
+            status: RunStatus::Running,
+            owner: new.owner,
             current_node_id: None,
             error: None,
-            inputs: new.inputs.to_string(),
-            configurable: new.configurable.map(|v| v.to_string()),
-            tags: new.tags.map(|v| v.to_string()),
-            metadata: new.metadata.map(|v| v.to_string()),
+            inputs: new.inputs,
+            configurable: new.configurable,
+            tags: new.tags,
+            metadata: new.metadata,
             callback_url: new.callback_url,
             next_sequence: 0,
             created_at: now,
@@ -441,13 +438,13 @@ impl<'a> Exec<'a> {
                 run.workflow_id,
                 run.workflow_digest,
                 run.status,
-                run.owner,
+                run.owner.to_string(),
                 run.current_node_id,
-                run.error,
-                run.inputs,
-                run.configurable,
-                run.tags,
-                run.metadata,
+                run.error.as_ref().map(Value::to_string),
+                run.inputs.to_string(),
+                run.configurable.as_ref().map(Value::to_string),
+                run.tags.as_ref().map(Value::to_string),
+                run.metadata.as_ref().map(Value::to_string),
                 run.callback_url,
                 run.next_sequence,
                 run.created_at,
@@ -467,41 +464,39 @@ impl<'a> Exec<'a> {
             pending_events: Vec::new(),
             writes: Batch::default(),
         };
-        let owner: Value = serde_json::from_str(&exec.run.owner)?;
-        let inputs: Value = serde_json::from_str(&exec.run.inputs)?;
-        exec.emit(
-            "run.started",
-            None,
-            json!({ "workflowId": wf.id, "inputs": inputs, "owner": owner, "transport": "rest" }),
-        )?;
+        let started = json!({ "workflowId": wf.id, "inputs": exec.run.inputs, "owner": exec.run.owner, "transport": "rest" });
+        exec.emit(EventType::RunStarted, None, started)?;
         for root in wf.roots() {
-            exec.state_mut(&root.id).status = "queued".into();
-            exec.queue.push_back(root.id.clone());
+            exec.state_mut(&root.id).status = NodeStatus::Queued;
+            exec.queue.push_back(NodeId::trusted(&root.id));
         }
         exec.drain()?;
         Ok(exec)
     }
 
     fn state_mut(&mut self, node: &str) -> &mut NodeState {
-        let st = self.nodes.entry(node.to_string()).or_default();
+        if !self.nodes.contains_key(node) {
+            self.nodes.insert(NodeId::trusted(node), NodeState::default());
+        }
+        let st = self.nodes.get_mut(node).expect("inserted above");
         st.dirty = true;
         st
     }
 
-    fn status_of(&self, node: &str) -> &str {
-        self.nodes.get(node).map(|s| s.status.as_str()).unwrap_or("idle")
+    fn status_of(&self, node: &str) -> NodeStatus {
+        self.nodes.get(node).map(|s| s.status).unwrap_or(NodeStatus::Idle)
     }
 
-    pub fn emit(&mut self, event_type: &str, node_id: Option<&str>, payload: Value) -> Result<i64> {
-        let seq = self.run.next_sequence;
+    pub fn emit(&mut self, event_type: EventType, node_id: Option<&str>, payload: Value) -> Result<i64> {
+        let sequence = self.run.next_sequence;
         self.run.next_sequence += 1;
-        self.pending_events.push((
-            seq,
-            event_type.to_string(),
-            node_id.map(str::to_string),
-            payload.to_string(),
-        ));
-        Ok(seq)
+        self.pending_events.push(PendingEvent {
+            sequence,
+            event_type,
+            node_id: node_id.map(NodeId::trusted),
+            payload: payload.to_string(),
+        });
+        Ok(sequence)
     }
 
     fn drain(&mut self) -> Result<()> {
@@ -524,12 +519,12 @@ impl<'a> Exec<'a> {
         let visits = {
             let st = self.state_mut(node_id);
             st.visits += 1;
-            st.status = "running".into();
+            st.status = NodeStatus::Running;
             st.output = None;
             st.visits
         };
         self.emit(
-            "node.started",
+            EventType::NodeStarted,
             Some(node_id),
             json!({ "nodeId": node_id, "typeId": node.type_id, "attempt": 0 }),
         )?;
@@ -539,27 +534,26 @@ impl<'a> Exec<'a> {
                 "message": format!("node \"{node_id}\" ran more than {} times (configurable.run.recursionLimit)", self.recursion_limit),
                 "retryable": false
             });
-            self.state_mut(node_id).status = "failed".into();
+            self.state_mut(node_id).status = NodeStatus::Failed;
             self.emit(
-                "node.failed",
+                EventType::NodeFailed,
                 Some(node_id),
                 json!({ "nodeId": node_id, "error": error }),
             )?;
-            self.unhandled = Some((node_id.to_string(), error));
+            self.unhandled = Some((NodeId::trusted(node_id), error));
             return Ok(());
         }
         match &node.behaviour {
             NodeBehaviour::Noop => self.complete(node_id, json!({})),
             NodeBehaviour::Delay { delay_ms } => {
-                let inputs: Value = serde_json::from_str(&self.run.inputs)?;
-                let bound = resolve_inputs(wf, node, &inputs);
+                let bound = resolve_inputs(wf, node, &self.run.inputs);
                 let delay = delay_ms.or_else(|| bound.get("delayMs").and_then(Value::as_u64));
                 match delay {
                     Some(0) => self.complete(node_id, json!({ "delayedMs": 0 })),
                     Some(ms) => {
                         let due = self.now + ms as i64;
                         let st = self.state_mut(node_id);
-                        st.status = "waiting".into();
+                        st.status = NodeStatus::Waiting;
                         st.due_at = Some(due);
                         Ok(())
                     }
@@ -578,8 +572,7 @@ impl<'a> Exec<'a> {
     fn raise(&mut self, node_id: &str, visit: i64, spec: &crate::definition::InterruptSpec) -> Result<()> {
         let wf = self.wf;
         let node = wf.node(node_id).expect("checked by fire");
-        let inputs: Value = serde_json::from_str(&self.run.inputs)?;
-        let bound = resolve_inputs(wf, node, &inputs);
+        let bound = resolve_inputs(wf, node, &self.run.inputs);
         let mut data = spec.data.clone();
         let request = if !bound.is_empty() {
             Value::Object(bound)
@@ -655,28 +648,28 @@ impl<'a> Exec<'a> {
             .int(self.now)
             .opt_int(deadline);
         self.queue_notifications(spec, &data, &interrupt_id, node_id, "requested")?;
-        self.emit("interrupt.requested", Some(node_id), payload)?;
+        self.emit(EventType::InterruptRequested, Some(node_id), payload)?;
         self.emit(
-            "node.suspended",
+            EventType::NodeSuspended,
             Some(node_id),
             json!({ "nodeId": node_id, "interruptId": interrupt_id, "kind": spec.kind.as_str(), "key": key }),
         )?;
         let st = self.state_mut(node_id);
-        st.status = "suspended".into();
-        st.waiting = Some(spec.kind.waiting_status().into());
+        st.status = NodeStatus::Suspended;
+        st.waiting = Some(spec.kind.waiting_status());
         Ok(())
     }
 
     fn complete(&mut self, node_id: &str, outputs: Value) -> Result<()> {
         {
             let st = self.state_mut(node_id);
-            st.status = "completed".into();
+            st.status = NodeStatus::Completed;
             st.output = Some(outputs.clone());
             st.due_at = None;
             st.waiting = None;
         }
         self.emit(
-            "node.completed",
+            EventType::NodeCompleted,
             Some(node_id),
             json!({ "nodeId": node_id, "outputs": outputs }),
         )?;
@@ -686,12 +679,12 @@ impl<'a> Exec<'a> {
     fn fail(&mut self, node_id: &str, error: Value) -> Result<()> {
         {
             let st = self.state_mut(node_id);
-            st.status = "failed".into();
+            st.status = NodeStatus::Failed;
             st.due_at = None;
             st.waiting = None;
         }
         self.emit(
-            "node.failed",
+            EventType::NodeFailed,
             Some(node_id),
             json!({ "nodeId": node_id, "error": error, "attempts": 1 }),
         )?;
@@ -700,16 +693,16 @@ impl<'a> Exec<'a> {
             self.propagate(node_id)
         } else {
             if self.unhandled.is_none() {
-                self.unhandled = Some((node_id.to_string(), error));
+                self.unhandled = Some((NodeId::trusted(node_id), error));
             }
             Ok(())
         }
     }
 
     fn skip(&mut self, node_id: &str, reason: &str) -> Result<()> {
-        self.state_mut(node_id).status = "skipped".into();
+        self.state_mut(node_id).status = NodeStatus::Skipped;
         self.emit(
-            "node.skipped",
+            EventType::NodeSkipped,
             Some(node_id),
             json!({ "nodeId": node_id, "reason": reason }),
         )?;
@@ -718,16 +711,14 @@ impl<'a> Exec<'a> {
 
     /// Delivers a terminal node's status over its outgoing edges and decides each target.
     fn propagate(&mut self, node_id: &str) -> Result<()> {
-        let status = self.status_of(node_id).to_string();
+        let status = self.status_of(node_id);
         let wf = self.wf;
         let targets: Vec<(String, String)> = wf
             .outgoing(node_id)
             .map(|e| (e.id.clone(), e.target.clone()))
             .collect();
         for (edge_id, target) in &targets {
-            self.state_mut(target)
-                .pending_in
-                .insert(edge_id.clone(), status.clone());
+            self.state_mut(target).pending_in.insert(edge_id.clone(), status);
         }
         let mut seen = Vec::new();
         for (_, target) in targets {
@@ -754,8 +745,8 @@ impl<'a> Exec<'a> {
             Trigger::Fire => {
                 let st = self.state_mut(target);
                 st.pending_in.clear();
-                st.status = "queued".into();
-                self.queue.push_back(target.to_string());
+                st.status = NodeStatus::Queued;
+                self.queue.push_back(NodeId::trusted(target));
             }
             Trigger::Skip => {
                 self.state_mut(target).pending_in.clear();
@@ -822,10 +813,10 @@ impl<'a> Exec<'a> {
             .int(self.now)
             .text(resolved.to_string())
             .text(&interrupt.interrupt_id);
-        self.emit("interrupt.resolved", Some(node_id), resolved)?;
+        self.emit(EventType::InterruptResolved, Some(node_id), resolved)?;
         if let Some(rv) = &resume_value {
             self.emit(
-                "node.resumed",
+                EventType::NodeResumed,
                 Some(node_id),
                 json!({ "nodeId": node_id, "interruptId": interrupt.interrupt_id, "resumeValue": rv }),
             )?;
@@ -845,7 +836,7 @@ impl<'a> Exec<'a> {
         let due = self
             .nodes
             .get(node_id)
-            .filter(|s| s.status == "waiting")
+            .filter(|s| s.status == NodeStatus::Waiting)
             .and_then(|s| s.due_at);
         if due.is_none_or(|d| d > self.now) {
             return Ok(false);
@@ -865,8 +856,8 @@ impl<'a> Exec<'a> {
         if let Some(b) = by {
             payload["cancelledBy"] = json!(b);
         }
-        self.emit("run.cancelled", None, payload)?;
-        self.run.status = "cancelled".into();
+        self.emit(EventType::RunCancelled, None, payload)?;
+        self.run.status = RunStatus::Cancelled;
         self.run.current_node_id = None;
         self.run.completed_at = Some(self.now);
         Ok(())
@@ -877,18 +868,18 @@ impl<'a> Exec<'a> {
             .wf
             .nodes
             .iter()
-            .filter(|n| self.nodes.get(&n.id).is_some_and(NodeState::is_active))
+            .filter(|n| self.nodes.get(n.id.as_str()).is_some_and(NodeState::is_active))
             .map(|n| n.id.clone())
             .collect();
         for node_id in active {
             {
                 let st = self.state_mut(&node_id);
-                st.status = "cancelled".into();
+                st.status = NodeStatus::Cancelled;
                 st.due_at = None;
                 st.waiting = None;
             }
             self.emit(
-                "node.cancelled",
+                EventType::NodeCancelled,
                 Some(&node_id),
                 json!({ "nodeId": node_id, "reason": reason }),
             )?;
@@ -911,42 +902,46 @@ impl<'a> Exec<'a> {
             self.stop_active("run failed")?;
             let run_error = json!({ "code": error["code"], "message": error["message"] });
             self.emit(
-                "run.failed",
+                EventType::RunFailed,
                 None,
                 json!({ "error": run_error, "failedNodeId": node_id, "durationMs": duration }),
             )?;
-            self.run.status = "failed".into();
-            self.run.error = Some(run_error.to_string());
+            self.run.status = RunStatus::Failed;
+            self.run.error = Some(run_error);
             self.run.current_node_id = None;
             self.run.completed_at = Some(self.now);
             return Ok(());
         }
         let wf = self.wf;
-        let suspended = wf
-            .nodes
-            .iter()
-            .find(|n| self.nodes.get(&n.id).is_some_and(|s| s.status == "suspended"));
+        let suspended = wf.nodes.iter().find(|n| {
+            self.nodes
+                .get(n.id.as_str())
+                .is_some_and(|s| s.status == NodeStatus::Suspended)
+        });
         if let Some(node) = suspended {
-            self.run.status = self.nodes[&node.id]
+            self.run.status = self.nodes[node.id.as_str()]
                 .waiting
-                .clone()
-                .unwrap_or_else(|| "waiting-approval".into());
-            self.run.current_node_id = Some(node.id.clone());
+                .unwrap_or(RunStatus::WaitingApproval);
+            self.run.current_node_id = Some(NodeId::trusted(&node.id));
             return Ok(());
         }
         if wf
             .nodes
             .iter()
-            .any(|n| self.nodes.get(&n.id).is_some_and(NodeState::is_active))
+            .any(|n| self.nodes.get(n.id.as_str()).is_some_and(NodeState::is_active))
         {
-            self.run.status = "running".into();
+            self.run.status = RunStatus::Running;
             self.run.current_node_id = None;
             return Ok(());
         }
         let mut outputs = Map::new();
         for n in &wf.nodes {
             if wf.outgoing(&n.id).next().is_none() {
-                if let Some(st) = self.nodes.get(&n.id).filter(|s| s.status == "completed") {
+                if let Some(st) = self
+                    .nodes
+                    .get(n.id.as_str())
+                    .filter(|s| s.status == NodeStatus::Completed)
+                {
                     if let Some(o) = st
                         .output
                         .as_ref()
@@ -958,11 +953,11 @@ impl<'a> Exec<'a> {
             }
         }
         self.emit(
-            "run.completed",
+            EventType::RunCompleted,
             None,
             json!({ "outputs": outputs, "durationMs": duration }),
         )?;
-        self.run.status = "completed".into();
+        self.run.status = RunStatus::Completed;
         self.run.current_node_id = None;
         self.run.completed_at = Some(self.now);
         Ok(())
@@ -975,37 +970,38 @@ impl<'a> Exec<'a> {
             return Ok(());
         };
         let timestamp = crate::clock::rfc3339(self.now);
-        for (i, (seq, event_type, node_id, payload)) in self.pending_events.iter().enumerate() {
-            if !crate::callback::is_callback_event(event_type) {
+        for (i, event) in self.pending_events.iter().enumerate() {
+            if !crate::callback::is_callback_event(event.event_type) {
                 continue;
             }
             // `interrupt.requested` has no seat for the interrupt id; the
             // `node.suspended` that follows it names it.
-            let interrupt_id = if event_type == "interrupt.requested" {
+            let interrupt_id = if event.event_type == EventType::InterruptRequested {
                 self.pending_events[i + 1..]
                     .iter()
-                    .find(|(_, t, n, _)| t == "node.suspended" && n == node_id)
-                    .and_then(|(_, _, _, p)| serde_json::from_str::<Value>(p).ok())
+                    .find(|e| e.event_type == EventType::NodeSuspended && e.node_id == event.node_id)
+                    .map(|e| serde_json::from_str::<Value>(&e.payload))
+                    .transpose()?
                     .and_then(|p| p["interruptId"].as_str().map(str::to_string))
             } else {
                 None
             };
             let body = crate::callback::body(crate::callback::CallbackEvent {
-                event_type,
-                sequence: *seq,
+                event_type: event.event_type,
+                sequence: event.sequence,
                 run_id: &self.run.run_id,
                 workflow_id: &self.run.workflow_id,
-                node_id: node_id.as_deref(),
+                node_id: event.node_id.as_deref(),
                 interrupt_id: interrupt_id.as_deref(),
-                run_status: &self.run.status,
+                run_status: self.run.status,
                 timestamp: &timestamp,
-                payload: serde_json::from_str(payload)?,
+                payload: serde_json::from_str(&event.payload)?,
             });
             batch
                 .sql("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at, body) VALUES ('callback', ?, ?, ?, ?, '', ?, 'pending', ?, ?, ?)")
-                .text(event_type)
+                .text(event.event_type.as_str())
                 .text(&self.run.run_id)
-                .text(node_id.clone().unwrap_or_default())
+                .text(event.node_id.as_deref().unwrap_or_default())
                 .text(interrupt_id.unwrap_or_default())
                 .text(url)
                 .int(self.now)
@@ -1024,18 +1020,18 @@ impl<'a> Exec<'a> {
         // each statement is a round trip.
         for chunk in self.pending_events.chunks(MAX_ROWS) {
             batch.sql(&INSERT_EVENTS[chunk.len()]);
-            for (seq, event_type, node_id, payload) in chunk {
+            for event in chunk {
                 batch
                     .text(&self.run.run_id)
-                    .int(*seq)
+                    .int(event.sequence)
                     .text(ids::new_opaque())
-                    .text(event_type)
-                    .opt_text(node_id.clone())
-                    .text(payload)
+                    .text(event.event_type.as_str())
+                    .opt_text(event.node_id.as_ref().map(String::from))
+                    .text(&event.payload)
                     .int(self.now);
             }
         }
-        let mut dirty: Vec<(&String, &NodeState)> = self.nodes.iter().filter(|(_, s)| s.dirty).collect();
+        let mut dirty: Vec<(&NodeId, &NodeState)> = self.nodes.iter().filter(|(_, s)| s.dirty).collect();
         dirty.sort_by(|a, b| a.0.cmp(b.0));
         for (node_id, st) in dirty {
             if st.stored {
@@ -1044,20 +1040,20 @@ impl<'a> Exec<'a> {
                 batch.sql("INSERT INTO node_states (status, visits, output, pending_in, due_at, waiting, run_id, node_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
             }
             batch
-                .text(&st.status)
+                .text(st.status.as_str())
                 .int(st.visits)
                 .opt_text(st.output.as_ref().map(Value::to_string))
                 .text(serde_json::to_string(&st.pending_in)?)
                 .opt_int(st.due_at)
-                .opt_text(st.waiting.clone())
+                .opt_text(st.waiting.map(|w| w.as_str().to_string()))
                 .text(&self.run.run_id)
                 .text(node_id);
         }
         batch
             .sql("UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ? WHERE run_id = ?")
-            .text(&self.run.status)
-            .opt_text(self.run.current_node_id.clone())
-            .opt_text(self.run.error.clone())
+            .text(self.run.status.as_str())
+            .opt_text(self.run.current_node_id.as_ref().map(String::from))
+            .opt_text(self.run.error.as_ref().map(Value::to_string))
             .int(self.run.next_sequence)
             .opt_int(self.run.completed_at)
             .text(&self.run.run_id);
@@ -1135,10 +1131,8 @@ pub(crate) fn decide(
     principal: &Principal,
     now: Millis,
 ) -> Result<Decision> {
-    let kind = interrupt
-        .kind()
-        .ok_or_else(|| EngineError::Internal(format!("unknown interrupt kind {}", interrupt.kind)))?;
-    let payload = interrupt.payload_json();
+    let kind = interrupt.kind;
+    let payload = &interrupt.payload;
     let subject = serde_json::to_value(actor.subject())?;
     let mut resolved = json!({
         "nodeId": interrupt.node_id,
@@ -1149,25 +1143,25 @@ pub(crate) fn decide(
     });
 
     if kind == InterruptKind::Approval {
-        let rules = interrupt
-            .approval_rules()
-            .ok_or_else(|| EngineError::Internal("approval rules unreadable".into()))?;
+        let rules = interrupt.rules.as_ref().ok_or_else(|| {
+            EngineError::Storage(format!("approval {} has no rules", interrupt.interrupt_id))
+        })?;
         let via = rules.eligibility(
             principal,
             &run.owner_subject_id(),
             actor.allows(crate::auth::Scope::ApprovalsRespond),
         )?;
-        let parsed = approval::parse_resume(&rules, resume_value)?;
+        let parsed = approval::parse_resume(rules, resume_value)?;
         crate::contract::cached(&interrupt.contract)?.validate_resume(resume_value)?;
-        let earlier: Vec<(String, String, i64, i64, Value)> =
+        let earlier: Vec<(String, ApprovalAction, i64, i64, Value)> =
             serde_json::from_str(interrupt.votes_json.as_deref().unwrap_or("[]"))?;
         let seq = earlier.len() as i64;
-        let counts = |action: &str, superseded: i64| superseded == 0 && action != "ask";
+        let counts = |action: ApprovalAction, superseded: i64| superseded == 0 && action.is_vote();
         let replaces = earlier
             .iter()
-            .any(|(p, a, sup, ..)| *p == principal.id && counts(a, *sup));
+            .any(|(p, a, sup, ..)| *p == principal.id && counts(*a, *sup));
         let mut writes = Batch::default();
-        if parsed.action != "ask" && replaces {
+        if parsed.action.is_vote() && replaces {
             // One vote per principal: a later vote replaces the earlier one.
             writes
                 .sql("UPDATE votes SET superseded = 1 WHERE interrupt_id = ? AND principal = ? AND action <> 'ask'")
@@ -1179,19 +1173,19 @@ pub(crate) fn decide(
             .text(&interrupt.interrupt_id)
             .int(seq)
             .text(&principal.id)
-            .text(&parsed.action)
+            .text(parsed.action.as_str())
             .text(resume_value.to_string())
             .text(&via)
             .int(now);
-        if parsed.action == "ask" {
+        if !parsed.action.is_vote() {
             return Ok(Decision::Recorded(writes));
         }
         let original = payload["data"].get("artifactData");
         let mut ballots: Vec<Ballot> = earlier
             .into_iter()
-            .filter(|(p, a, sup, ..)| counts(a, *sup) && *p != principal.id)
+            .filter(|(p, a, sup, ..)| counts(*a, *sup) && *p != principal.id)
             .map(|(principal, action, _, o, rv)| Ballot {
-                approves: approval::approved_data(&action, &rv, original),
+                approves: approval::approved_data(action, &rv, original),
                 principal,
                 action,
                 is_override: o != 0,
@@ -1199,9 +1193,9 @@ pub(crate) fn decide(
             .collect();
         ballots.push(Ballot {
             principal: principal.id.clone(),
-            action: parsed.action.clone(),
+            action: parsed.action,
             is_override: principal.is_override,
-            approves: approval::approved_data(&parsed.action, resume_value, original),
+            approves: approval::approved_data(parsed.action, resume_value, original),
         });
         resolved["action"] = json!(parsed.action);
         resolved["x-tollgate-eligibleVia"] = json!(via);
@@ -1210,7 +1204,7 @@ pub(crate) fn decide(
                 resolved[k] = v.clone();
             }
         }
-        return Ok(match approval::tally(&rules, &ballots) {
+        return Ok(match approval::tally(rules, &ballots) {
             Verdict::Pending { .. } => Decision::Recorded(writes),
             Verdict::Granted { action, decision } => {
                 resolved["action"] = json!(action);
@@ -1229,7 +1223,7 @@ pub(crate) fn decide(
                     "message": format!("approval gate \"{}\" was rejected", interrupt.node_id),
                     "retryable": false
                 });
-                if action == "refine" {
+                if action == ApprovalAction::Refine {
                     // The feedback travels with the failure, for a revision loop or a notice.
                     failure["message"] = json!(format!(
                         "approval gate \"{}\" was sent back for changes",
@@ -1325,30 +1319,31 @@ pub(crate) fn load_directory(conn: &WriteConn, tenant: &str) -> Result<Vec<Princ
         args![tenant],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
     )?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, name, email, groups, roles, o)| Principal {
-            id,
-            tenant: tenant.to_string(),
-            name,
-            email,
-            groups: serde_json::from_str(&groups).unwrap_or_default(),
-            roles: serde_json::from_str(&roles).unwrap_or_default(),
-            is_override: o != 0,
+    rows.into_iter()
+        .map(|(id, name, email, groups, roles, o)| {
+            crate::directory::principal_from_columns(
+                id,
+                tenant.to_string(),
+                name,
+                email,
+                &groups,
+                &roles,
+                o != 0,
+            )
         })
-        .collect())
+        .collect()
 }
 
 /// Node states from `load_run_for_update`'s JSON column.
 fn parse_node_rows(text: &str) -> Result<Vec<NodeRow>> {
     type Row = (
-        String,
-        String,
+        NodeId,
+        NodeStatus,
         i64,
         Option<String>,
         String,
         Option<Millis>,
-        Option<String>,
+        Option<RunStatus>,
     );
     let rows: Vec<Row> = serde_json::from_str(text)?;
     Ok(rows
@@ -1370,7 +1365,7 @@ fn parse_node_rows(text: &str) -> Result<Vec<NodeRow>> {
 /// The `interrupt.resolved` a passed deadline records: always a rejection for
 /// approvals, whatever `onTimeout` says.
 pub(crate) fn timeout_resolution(interrupt: &InterruptRow) -> (Value, Value) {
-    let kind = interrupt.kind().unwrap_or(InterruptKind::Custom);
+    let kind = interrupt.kind;
     let mut resolved = json!({
         "nodeId": interrupt.node_id,
         "interruptId": interrupt.interrupt_id,
@@ -1381,7 +1376,8 @@ pub(crate) fn timeout_resolution(interrupt: &InterruptRow) -> (Value, Value) {
         resolved["action"] = json!("timeout");
         resolved["decision"] = json!("rejected");
         if interrupt
-            .approval_rules()
+            .rules
+            .as_ref()
             .is_some_and(|r| r.on_timeout == OnTimeout::Escalate)
         {
             resolved["x-tollgate-escalated"] = json!(true);
@@ -1403,15 +1399,15 @@ mod tests {
 
     fn run_row() -> RunRow {
         RunRow {
-            run_id: RUN.into(),
-            tenant: "acme".into(),
+            run_id: RunId::trusted(RUN),
+            tenant: TenantId::trusted("acme"),
             workflow_id: "w".into(),
             workflow_digest: "d".into(),
-            status: "waiting-approval".into(),
-            owner: json!({"tenant": "acme", "subject": {"subjectId": "owner"}}).to_string(),
-            current_node_id: Some("gate".into()),
+            status: RunStatus::WaitingApproval,
+            owner: json!({"tenant": "acme", "subject": {"subjectId": "owner"}}),
+            current_node_id: Some(NodeId::trusted("gate")),
             error: None,
-            inputs: "{}".into(),
+            inputs: json!({}),
             configurable: None,
             tags: None,
             metadata: None,
@@ -1431,20 +1427,16 @@ mod tests {
         };
         InterruptRow {
             interrupt_id: "acme/i1".into(),
-            run_id: RUN.into(),
-            node_id: wf.nodes[0].id.clone(),
+            run_id: RunId::trusted(RUN),
+            node_id: NodeId::trusted(&wf.nodes[0].id),
             key: "k".into(),
             visit: 0,
-            kind: spec.kind.as_str().into(),
-            status: "pending".into(),
-            payload: json!({"kind": spec.kind.as_str(), "data": spec.data}).to_string(),
+            kind: spec.kind,
+            status: InterruptStatus::Pending,
+            payload: json!({"kind": spec.kind.as_str(), "data": spec.data}),
             contract: serde_json::to_string(&spec.contract.contract).unwrap(),
-            request: Some("{}".into()),
-            eligibility: spec
-                .approval
-                .as_ref()
-                .map(|r| serde_json::to_string(r).unwrap())
-                .unwrap_or_else(|| "null".into()),
+            request: Some(json!({})),
+            rules: spec.approval.clone(),
             workflow_id: "w".into(),
             title: "t".into(),
             owner_subject: "owner".into(),

@@ -104,6 +104,7 @@ async fn start(engine: &Engine, workflow: &str) -> String {
         .result
         .unwrap()
         .run_id
+        .into_string()
 }
 
 async fn vote(engine: &Engine, run: &str, who: &str, action: &str) {
@@ -199,7 +200,7 @@ async fn runs_filter_and_timeline_with_audit() {
         .admin_runs(
             &admin("acme"),
             &RunFilter {
-                status: Some("waiting-approval".into()),
+                status: Some(tollgate::RunStatus::WaitingApproval),
                 ..Default::default()
             },
         )

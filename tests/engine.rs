@@ -99,6 +99,7 @@ async fn start(engine: &Engine, workflow: &str, mut body: Value) -> String {
         .result
         .unwrap()
         .run_id
+        .into_string()
 }
 
 async fn resolve(
@@ -128,7 +129,7 @@ async fn events(engine: &Engine, run: &str) -> Vec<tollgate::RunEvent> {
 }
 
 fn types(evs: &[tollgate::RunEvent]) -> Vec<String> {
-    evs.iter().map(|e| e.event_type.clone()).collect()
+    evs.iter().map(|e| e.event_type.to_string()).collect()
 }
 
 async fn assert_projection_matches_log(engine: &Engine, run: &str) {
@@ -1909,12 +1910,13 @@ async fn tenants_one_character_apart_see_nothing_of_each_other() {
                 .unwrap()
                 .result
                 .unwrap()
-                .run_id,
+                .run_id
+                .into_string(),
         ));
     }
     for (actor, run) in &runs {
         let filter = tollgate::InterruptFilter {
-            status: Some("pending".into()),
+            status: Some(tollgate::InterruptStatus::Pending),
             ..Default::default()
         };
         let listed: Vec<String> = f
@@ -1923,7 +1925,7 @@ async fn tenants_one_character_apart_see_nothing_of_each_other() {
             .await
             .unwrap()
             .into_iter()
-            .map(|i| i.run_id)
+            .map(|i| i.run_id.into_string())
             .collect();
         assert_eq!(listed, vec![run.clone()], "{}", actor.tenant());
         let inbox = f

@@ -87,6 +87,7 @@ async fn start(f: &Fixture) -> String {
         .result
         .unwrap()
         .run_id
+        .into_string()
 }
 
 async fn link(f: &Fixture, run: &str) -> String {

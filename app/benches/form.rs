@@ -28,7 +28,7 @@ fn html_of(tree: FieldNode) -> String {
 fn form(c: &mut Criterion) {
     let schema = schema();
     assert!(
-        tollgate::schema_subset::check(&schema).is_ok(),
+        tollgate_wire::schema_subset::check(&schema).is_ok(),
         "the engine accepts the schema"
     );
     let tree = tree_of(&schema);

@@ -6,6 +6,7 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
+use tollgate_wire::{ApprovalAction, DeadlineState, InterruptKind, InterruptStatus};
 
 /// The signed-in person.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -31,17 +32,17 @@ pub struct InboxRow {
     pub href: String,
     pub run_id: String,
     pub node_id: String,
-    pub kind: String,
+    pub kind: InterruptKind,
     pub title: String,
     pub workflow_id: String,
     pub created_at: String,
     pub age_ms: i64,
     pub deadline: Option<String>,
     pub deadline_in_ms: Option<i64>,
-    pub deadline_state: String,
+    pub deadline_state: DeadlineState,
     pub accepts: Option<u32>,
     pub required_approvals: Option<u32>,
-    pub my_vote: Option<String>,
+    pub my_vote: Option<ApprovalAction>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -52,7 +53,7 @@ pub struct InboxData {
     pub page: usize,
     pub pages: usize,
     pub workflows: Vec<String>,
-    pub kinds: Vec<String>,
+    pub kinds: Vec<InterruptKind>,
     /// The engine's change count before the query: the live inbox stream
     /// (`/inbox/stream?since=`) starts with an event if anything changed since.
     pub changes: u64,
@@ -72,7 +73,7 @@ pub struct PostedForm {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VoteRow {
     pub principal: String,
-    pub action: String,
+    pub action: ApprovalAction,
     pub decided_at: String,
     pub counted: bool,
 }
@@ -83,19 +84,19 @@ pub struct InterruptData {
     pub me: Option<Me>,
     pub run_id: String,
     pub node_id: String,
-    pub kind: String,
+    pub kind: InterruptKind,
     pub title: String,
     pub description: Option<String>,
-    pub status: String,
+    pub status: InterruptStatus,
     pub workflow_id: String,
     pub created_at: String,
     pub deadline: Option<String>,
-    pub deadline_state: String,
+    pub deadline_state: DeadlineState,
     pub request: Value,
     pub request_schema: Value,
     pub resume_schema: Value,
     /// Approval actions (drawn as buttons).
-    pub actions: Vec<String>,
+    pub actions: Vec<ApprovalAction>,
     pub votes: Vec<VoteRow>,
     pub accepts: Option<u32>,
     pub rejects: Option<u32>,
@@ -159,25 +160,28 @@ mod server_side {
     }
 
     /// The approval actions of a gate: the `action` enum of its resume schema.
-    pub fn actions_of(view: &tollgate::InterruptView) -> Vec<String> {
-        if view.kind != "approval" {
+    pub fn actions_of(view: &tollgate::InterruptView) -> Vec<ApprovalAction> {
+        if view.kind != InterruptKind::Approval {
             return vec![];
         }
-        let from_schema = view.resume_schema["properties"]["action"]["enum"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
+        let actions = |list: &Value| -> Vec<ApprovalAction> {
+            list.as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().and_then(ApprovalAction::parse))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let from_schema = actions(&view.resume_schema["properties"]["action"]["enum"]);
         if !from_schema.is_empty() {
             return from_schema;
         }
-        view.payload["data"]["actions"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-            .unwrap_or_else(|| vec!["accept".into(), "reject".into()])
+        let from_data = actions(&view.payload["data"]["actions"]);
+        if !from_data.is_empty() {
+            return from_data;
+        }
+        vec![ApprovalAction::Accept, ApprovalAction::Reject]
     }
 
     /// The page data for one interrupt as `actor` sees it.
@@ -195,13 +199,13 @@ mod server_side {
         Ok(InterruptData {
             me,
             actions: actions_of(&view),
-            deadline_state: engine.deadline_state(view.deadline.as_deref()).to_string(),
+            deadline_state: engine.deadline_state(view.deadline.as_deref()),
             description: view.payload["description"]
                 .as_str()
                 .or_else(|| view.payload["data"]["description"].as_str())
                 .map(str::to_string),
-            run_id: view.run_id,
-            node_id: view.node_id,
+            run_id: view.run_id.into_string(),
+            node_id: view.node_id.into_string(),
             kind: view.kind,
             title: view.title,
             status: view.status,
@@ -292,7 +296,7 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
     // result or makes the live stream send an event on connect.
     let changes = engine.change_count();
     let filter = InboxFilter {
-        kind: query.kind.filter(|s| !s.is_empty()),
+        kind: tollgate::error::parse_param("kind", query.kind.as_deref()).map_err(to_err)?,
         workflow_id: query.workflow.filter(|s| !s.is_empty()),
         overdue: query.overdue,
         sort: InboxSort::parse(query.sort.as_deref().unwrap_or("")),

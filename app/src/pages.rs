@@ -10,6 +10,7 @@ use crate::form::{default_values, field_tree, SchemaForm, SchemaView};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
+use tollgate_wire::{ApprovalAction, DeadlineState, InterruptKind, InterruptStatus};
 
 pub(crate) const BUTTON: &str = "inline-flex items-center rounded-md bg-indigo-700 px-4 py-2 text-sm font-semibold text-white shadow-sm hover:bg-indigo-800 focus:outline-none focus:ring-2 focus:ring-indigo-500 focus:ring-offset-2";
 pub(crate) const BUTTON_SECONDARY: &str = "inline-flex items-center rounded-md border border-slate-300 bg-white px-4 py-2 text-sm font-semibold text-slate-800 shadow-sm hover:bg-slate-50 focus:outline-none focus:ring-2 focus:ring-indigo-500 focus:ring-offset-2";
@@ -32,19 +33,19 @@ pub fn human_ms(ms: i64) -> String {
     }
 }
 
-fn action_label(action: &str) -> &'static str {
+fn action_label(action: ApprovalAction) -> &'static str {
     match action {
-        "accept" => "Approve",
-        "reject" => "Reject",
-        "refine" => "Request changes",
-        "edit-accept" => "Edit and approve",
-        "ask" => "Ask a question",
-        _ => "Submit",
+        ApprovalAction::Accept => "Approve",
+        ApprovalAction::Reject => "Reject",
+        ApprovalAction::Refine => "Request changes",
+        ApprovalAction::EditAccept => "Edit and approve",
+        ApprovalAction::Ask => "Ask a question",
+        ApprovalAction::Timeout => "Submit",
     }
 }
 
-pub(crate) fn kind_label(kind: &str) -> String {
-    let mut s = kind.replace('-', " ");
+pub(crate) fn kind_label(kind: InterruptKind) -> String {
+    let mut s = kind.as_str().replace('-', " ");
     if let Some(first) = s.get_mut(0..1) {
         first.make_ascii_uppercase();
     }
@@ -240,7 +241,7 @@ fn InboxView(
                         <option value="" selected=query.kind.is_none()>"All kinds"</option>
                         {kinds.into_iter().map(|k| {
                             let selected = query.kind.as_deref() == Some(k.as_str());
-                            view! { <option value=k.clone() selected=selected>{kind_label(&k)}</option> }
+                            view! { <option value=k.as_str() selected=selected>{kind_label(k)}</option> }
                         }).collect_view()}
                     </select>
                 </div>
@@ -307,15 +308,15 @@ fn InboxView(
 fn InboxRowView(row: InboxRow) -> impl IntoView {
     let deadline = match (&row.deadline, row.deadline_in_ms) {
         (Some(d), Some(ms)) => {
-            let (class, text) = match row.deadline_state.as_str() {
-                "overdue" => (
+            let (class, text) = match row.deadline_state {
+                DeadlineState::Overdue => (
                     "font-semibold text-red-800",
                     format!("Overdue by {}", human_ms(ms)),
                 ),
-                "soon" => ("font-semibold text-amber-800", format!("In {}", human_ms(ms))),
-                _ => ("text-slate-700", format!("In {}", human_ms(ms))),
+                DeadlineState::Soon => ("font-semibold text-amber-800", format!("In {}", human_ms(ms))),
+                DeadlineState::Ok | DeadlineState::None => ("text-slate-700", format!("In {}", human_ms(ms))),
             };
-            view! { <time datetime=d.clone() title=d.clone() class=class data-deadline=row.deadline_state.clone()>{text}</time> }.into_any()
+            view! { <time datetime=d.clone() title=d.clone() class=class data-deadline=row.deadline_state.as_str()>{text}</time> }.into_any()
         }
         _ => view! { <span class="text-slate-500">"None"</span> }.into_any(),
     };
@@ -323,11 +324,11 @@ fn InboxRowView(row: InboxRow) -> impl IntoView {
         (Some(a), Some(n)) => format!("{a} of {n}"),
         _ => "—".into(),
     };
-    let mine = row.my_vote.clone().map(|v| view! { <span class="ml-2 rounded bg-slate-100 px-1.5 py-0.5 text-xs text-slate-700">{format!("you: {v}")}</span> });
+    let mine = row.my_vote.map(|v| view! { <span class="ml-2 rounded bg-slate-100 px-1.5 py-0.5 text-xs text-slate-700">{format!("you: {v}")}</span> });
     view! {
         <tr class="hover:bg-slate-50" data-run=row.run_id.clone() data-node=row.node_id.clone()>
             <td class="px-4 py-3"><a href=row.href.clone() class=LINK>{row.title.clone()}</a></td>
-            <td class="px-4 py-3 text-slate-700">{kind_label(&row.kind)}</td>
+            <td class="px-4 py-3 text-slate-700">{kind_label(row.kind)}</td>
             <td class="px-4 py-3 text-slate-700">{row.workflow_id.clone()}</td>
             <td class="px-4 py-3 text-slate-700"><time datetime=row.created_at.clone() title=row.created_at.clone()>{human_ms(row.age_ms)}</time></td>
             <td class="px-4 py-3">{deadline}</td>
@@ -450,7 +451,7 @@ fn Problem(problem: LinkProblem) -> impl IntoView {
 
 #[component]
 fn InterruptDetail(data: InterruptData) -> impl IntoView {
-    let is_approval = data.kind == "approval";
+    let is_approval = data.kind == InterruptKind::Approval;
     let posted = data.posted.clone().unwrap_or_default();
     let done = posted.done;
     let tree = field_tree(&data.resume_schema).map(|mut t| {
@@ -460,12 +461,12 @@ fn InterruptDetail(data: InterruptData) -> impl IntoView {
         t
     });
     let deadline = data.deadline.clone().map(|d| {
-        let (class, label) = match data.deadline_state.as_str() {
-            "overdue" => ("font-semibold text-red-800", "Overdue since"),
-            "soon" => ("font-semibold text-amber-800", "Due soon:"),
-            _ => ("text-slate-700", "Due"),
+        let (class, label) = match data.deadline_state {
+            DeadlineState::Overdue => ("font-semibold text-red-800", "Overdue since"),
+            DeadlineState::Soon => ("font-semibold text-amber-800", "Due soon:"),
+            DeadlineState::Ok | DeadlineState::None => ("text-slate-700", "Due"),
         };
-        view! { <p id="deadline" class=format!("text-sm {class}") data-deadline=data.deadline_state.clone()>{label}" "<time datetime=d.clone()>{d.clone()}</time></p> }
+        view! { <p id="deadline" class=format!("text-sm {class}") data-deadline=data.deadline_state.as_str()>{label}" "<time datetime=d.clone()>{d.clone()}</time></p> }
     });
     let quorum = data.required_approvals.map(|n| {
         let a = data.accepts.unwrap_or(0);
@@ -476,7 +477,7 @@ fn InterruptDetail(data: InterruptData) -> impl IntoView {
     });
     let votes = data.votes.clone();
     let still = data.still_to_vote.clone();
-    let form = if data.status != "pending" {
+    let form = if data.status != InterruptStatus::Pending {
         view! { <p id="closed" class="text-slate-700">{format!("This request is {}.", data.status)}</p> }
             .into_any()
     } else if !data.may_decide {
@@ -495,15 +496,15 @@ fn InterruptDetail(data: InterruptData) -> impl IntoView {
                 };
                 let errors = posted.errors.clone();
                 let buttons = if is_approval {
-                    data.actions.iter().map(|a| {
-                        let class = match a.as_str() { "reject" => BUTTON_DANGER, "accept" => BUTTON, _ => BUTTON_SECONDARY };
-                        view! { <button type="submit" name="action" value=a.clone() id=format!("action-{a}") class=class>{action_label(a)}</button> }
+                    data.actions.iter().map(|&a| {
+                        let class = match a { ApprovalAction::Reject => BUTTON_DANGER, ApprovalAction::Accept => BUTTON, _ => BUTTON_SECONDARY };
+                        view! { <button type="submit" name="action" value=a.as_str() id=format!("action-{a}") class=class>{action_label(a)}</button> }
                     }).collect_view().into_any()
                 } else {
                     view! { <button type="submit" id="action-submit" class=BUTTON>"Submit answer"</button> }
                         .into_any()
                 };
-                let hint = (is_approval && data.actions.iter().any(|a| a == "refine" || a == "edit-accept")).then(|| view! {
+                let hint = (is_approval && data.actions.iter().any(|a| matches!(a, ApprovalAction::Refine | ApprovalAction::EditAccept))).then(|| view! {
                     <p class="text-sm text-slate-600">"“Request changes” sends the feedback field back; “Edit and approve” approves with the edited data."</p>
                 });
                 view! {
@@ -519,7 +520,7 @@ fn InterruptDetail(data: InterruptData) -> impl IntoView {
     view! {
         <main class="mx-auto max-w-3xl space-y-6 px-6 py-8">
             <div>
-                <p class="text-sm font-medium text-slate-600">{format!("{} · {}", kind_label(&data.kind), data.workflow_id)}</p>
+                <p class="text-sm font-medium text-slate-600">{format!("{} · {}", kind_label(data.kind), data.workflow_id)}</p>
                 <h1 id="interrupt-title" class="mt-1 text-2xl font-semibold tracking-tight">{data.title.clone()}</h1>
                 {data.description.clone().map(|d| view! { <p class="mt-2 text-slate-700">{d}</p> })}
                 <div class="mt-3 flex flex-wrap gap-x-6 gap-y-1 text-sm text-slate-600">
@@ -544,7 +545,7 @@ fn InterruptDetail(data: InterruptData) -> impl IntoView {
                             <ul id="votes" class="mt-3 divide-y divide-slate-100 text-sm">
                                 {votes.into_iter().map(|v| view! {
                                     <li class="py-2">
-                                        <span class="font-medium">{v.principal}</span>" — "{v.action}
+                                        <span class="font-medium">{v.principal}</span>" — "{v.action.as_str()}
                                         {(!v.counted).then_some(" (replaced)")}
                                         " · "<time datetime=v.decided_at.clone()>{v.decided_at.clone()}</time>
                                     </li>

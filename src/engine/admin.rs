@@ -17,6 +17,12 @@ use crate::ids::TenantRange;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use tollgate_wire::{ApprovalAction, InterruptKind, RunStatus};
+
+pub use tollgate_wire::admin::{
+    AdminOverview, ApiKeyRow, AuditRow, Bucket, DayDecisions, Directory, DirectoryEntry, Membership,
+    OutboxRow, PendingRow, RunPage, RunRow, StatusCount, Timeline, TimelineEvent,
+};
 
 /// Principals with this role may use the dashboard.
 pub const ADMIN_ROLE: &str = "admin";
@@ -24,17 +30,6 @@ pub const ADMIN_ROLE: &str = "admin";
 pub const OVERVIEW_PENDING: i64 = 50;
 /// Rows per page of the runs list.
 pub const RUNS_PAGE_SIZE: usize = 50;
-/// Every run status, in the order the dashboard lists them.
-pub const RUN_STATUSES: [&str; 8] = [
-    "queued",
-    "running",
-    "waiting-approval",
-    "waiting-input",
-    "waiting-external",
-    "completed",
-    "failed",
-    "cancelled",
-];
 /// Upper bounds (exclusive) of the pending-age buckets, with their labels.
 const AGE_BUCKETS: [(Millis, &str); 5] = [
     (HOUR, "< 1 h"),
@@ -48,151 +43,12 @@ const DAY: Millis = 24 * HOUR;
 /// An API key is shown by the first characters of its digest.
 const KEY_ID_LEN: usize = 12;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct StatusCount {
-    pub status: String,
-    pub count: i64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct RunRow {
-    pub run_id: String,
-    pub workflow_id: String,
-    pub status: String,
-    pub current_node_id: Option<String>,
-    /// The owner's subject id.
-    pub owner: String,
-    pub created_at: String,
-    pub completed_at: Option<String>,
-}
-
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
-    pub status: Option<String>,
+    pub status: Option<RunStatus>,
     pub workflow_id: Option<String>,
     /// 1-based.
     pub page: usize,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct RunPage {
-    pub items: Vec<RunRow>,
-    pub total: usize,
-    pub page: usize,
-    pub pages: usize,
-    /// Runs per status over the whole tenant (not just this filter).
-    pub by_status: Vec<StatusCount>,
-    pub workflows: Vec<String>,
-}
-
-/// A pending interrupt as the dashboard lists it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct PendingRow {
-    pub run_id: String,
-    pub node_id: String,
-    pub kind: String,
-    pub title: String,
-    pub workflow_id: String,
-    pub created_at: String,
-    pub age_ms: Millis,
-    pub deadline: Option<String>,
-    /// Negative once overdue.
-    pub deadline_in_ms: Option<Millis>,
-    pub deadline_state: String,
-    pub votes: i64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Bucket {
-    pub label: String,
-    pub count: i64,
-}
-
-/// Interrupts resolved on one (UTC) day, by how they ended.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct DayDecisions {
-    /// `YYYY-MM-DD`.
-    pub day: String,
-    pub approved: i64,
-    pub rejected: i64,
-    pub timed_out: i64,
-    /// Other kinds answered (clarifications, external events, …).
-    pub answered: i64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct AdminOverview {
-    pub runs_by_status: Vec<StatusCount>,
-    pub pending_total: i64,
-    pub overdue: i64,
-    pub outbox_backlog: i64,
-    pub age_buckets: Vec<Bucket>,
-    pub decisions: Vec<DayDecisions>,
-    /// The [`OVERVIEW_PENDING`] most urgent: overdue first, then by deadline, then oldest.
-    pub pending: Vec<PendingRow>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct TimelineEvent {
-    pub sequence: i64,
-    pub event_type: String,
-    pub node_id: Option<String>,
-    pub timestamp: String,
-    pub payload: Value,
-}
-
-/// One vote (or `ask`) on one of the run's interrupts, with the ref that admitted it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditRow {
-    pub node_id: String,
-    pub visit: i64,
-    pub principal: String,
-    pub action: String,
-    pub eligible_via: String,
-    pub decided_at: String,
-    /// False when a later vote of the same person replaced it.
-    pub counted: bool,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Timeline {
-    pub run: RunRow,
-    pub error: Option<Value>,
-    pub events: Vec<TimelineEvent>,
-    pub audit: Vec<AuditRow>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct DirectoryEntry {
-    pub principal: Principal,
-    pub has_password: bool,
-}
-
-/// A group or a role with its members.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Membership {
-    pub name: String,
-    pub members: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Directory {
-    pub people: Vec<DirectoryEntry>,
-    pub groups: Vec<Membership>,
-    pub roles: Vec<Membership>,
 }
 
 /// What the dashboard may change on a principal.
@@ -211,18 +67,6 @@ pub struct PrincipalEdit {
 pub enum MembershipKind {
     Group,
     Role,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ApiKeyRow {
-    /// The first characters of the key's digest: names the key without revealing it.
-    pub id: String,
-    pub principal: String,
-    pub scopes: Vec<String>,
-    pub label: Option<String>,
-    pub created_at: String,
-    pub revoked_at: Option<String>,
 }
 
 /// A new key: `key` is shown once and never stored.
@@ -337,20 +181,23 @@ type RunTuple = (
     Option<Millis>,
 );
 
-fn run_row((run_id, workflow_id, status, current_node_id, owner, created, completed): RunTuple) -> RunRow {
-    let owner = serde_json::from_str::<Value>(&owner)
-        .ok()
-        .and_then(|o| o["subject"]["subjectId"].as_str().map(str::to_string))
-        .unwrap_or_default();
-    RunRow {
+fn run_row(
+    (run_id, workflow_id, status, current_node_id, owner, created, completed): RunTuple,
+) -> Result<RunRow> {
+    let owner: Value = serde_json::from_str(&owner)
+        .map_err(|e| EngineError::Storage(format!("runs.owner of {run_id}: {e}")))?;
+    Ok(RunRow {
+        status: status.parse()?,
+        owner: owner["subject"]["subjectId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
         run_id,
         workflow_id,
-        status,
         current_node_id,
-        owner,
         created_at: rfc3339(created),
         completed_at: opt_time(completed),
-    }
+    })
 }
 
 const RUN_COLUMNS: &str = "run_id, workflow_id, status, current_node_id, owner, created_at, completed_at";
@@ -423,21 +270,23 @@ impl Engine {
         let pending: Vec<PendingRow> = pending_rows
             .into_iter()
             .map(
-                |(run_id, node_id, kind, title, workflow_id, created, deadline, votes)| PendingRow {
-                    run_id,
-                    node_id,
-                    kind,
-                    title,
-                    workflow_id,
-                    created_at: rfc3339(created),
-                    age_ms: now - created,
-                    deadline: opt_time(deadline),
-                    deadline_in_ms: deadline.map(|d| d - now),
-                    deadline_state: deadline_state(deadline, now).to_string(),
-                    votes,
+                |(run_id, node_id, kind, title, workflow_id, created, deadline, votes)| {
+                    Ok(PendingRow {
+                        run_id,
+                        node_id,
+                        kind: kind.parse()?,
+                        title,
+                        workflow_id,
+                        created_at: rfc3339(created),
+                        age_ms: now - created,
+                        deadline: opt_time(deadline),
+                        deadline_in_ms: deadline.map(|d| d - now),
+                        deadline_state: deadline_state(deadline, now),
+                        votes,
+                    })
                 },
             )
-            .collect();
+            .collect::<Result<_>>()?;
         let outbox_backlog: i64 = sqlx::query_scalar(&self.inner.store.q(&format!(
             "SELECT COUNT(*) FROM outbox WHERE status = 'pending' AND {}",
             TenantRange::sql("run_id")
@@ -474,21 +323,16 @@ impl Engine {
         .bind(tenant)
         .fetch_all(&self.inner.store.read)
         .await?;
-        let count_of = |s: &str| counts.iter().find(|(st, _)| st == s).map_or(0, |(_, n)| *n);
-        let mut out: Vec<StatusCount> = RUN_STATUSES
+        // Every status, in the order the dashboard lists them; a stored
+        // status this build does not know is an error, not a hidden row.
+        let mut out: Vec<StatusCount> = RunStatus::ALL
             .iter()
-            .map(|s| StatusCount {
-                status: s.to_string(),
-                count: count_of(s),
-            })
+            .map(|&status| StatusCount { status, count: 0 })
             .collect();
-        // A status this build does not know still shows.
         for (status, count) in &counts {
-            if !RUN_STATUSES.contains(&status.as_str()) {
-                out.push(StatusCount {
-                    status: status.clone(),
-                    count: *count,
-                });
+            let status: RunStatus = status.parse()?;
+            if let Some(row) = out.iter_mut().find(|r| r.status == status) {
+                row.count = *count;
             }
         }
         Ok(out)
@@ -524,11 +368,13 @@ impl Engine {
             let Some(slot) = by_day.get_mut((at.div_euclid(DAY) - first) as usize) else {
                 continue;
             };
+            let kind: InterruptKind = kind.parse()?;
+            let action = action.as_deref().map(str::parse::<ApprovalAction>).transpose()?;
             if reason.as_deref() == Some("timeout") {
                 slot.timed_out += 1;
-            } else if kind != "approval" {
+            } else if kind != InterruptKind::Approval {
                 slot.answered += 1;
-            } else if decision.as_deref() == Some("rejected") || action.as_deref() == Some("reject") {
+            } else if decision.as_deref() == Some("rejected") || action.is_some_and(ApprovalAction::rejects) {
                 slot.rejected += 1;
             } else {
                 slot.approved += 1;
@@ -546,8 +392,8 @@ impl Engine {
         let page = filter.page.max(1);
         let total: i64 = sqlx::query_scalar(&self.inner.store.q("SELECT COUNT(*) FROM runs WHERE tenant = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?)"))
         .bind(tenant)
-        .bind(&filter.status)
-        .bind(&filter.status)
+        .bind(filter.status.map(RunStatus::as_str))
+        .bind(filter.status.map(RunStatus::as_str))
         .bind(&filter.workflow_id)
         .bind(&filter.workflow_id)
         .fetch_one(read)
@@ -557,8 +403,8 @@ impl Engine {
              ORDER BY created_at DESC, run_id LIMIT ? OFFSET ?"
         )))
         .bind(tenant)
-        .bind(&filter.status)
-        .bind(&filter.status)
+        .bind(filter.status.map(RunStatus::as_str))
+        .bind(filter.status.map(RunStatus::as_str))
         .bind(&filter.workflow_id)
         .bind(&filter.workflow_id)
         .bind(RUNS_PAGE_SIZE as i64)
@@ -575,7 +421,7 @@ impl Engine {
         .fetch_all(read)
         .await?;
         Ok(RunPage {
-            items: rows.into_iter().map(run_row).collect(),
+            items: rows.into_iter().map(run_row).collect::<Result<_>>()?,
             total: total as usize,
             page,
             pages: pages_of(total as usize, RUNS_PAGE_SIZE),
@@ -626,32 +472,43 @@ impl Engine {
         .fetch_all(read)
         .await?;
         Ok(Timeline {
-            run: run_row(run),
-            error: error.and_then(|e| serde_json::from_str(&e).ok()),
+            run: run_row(run)?,
+            error: error
+                .map(|e| serde_json::from_str(&e))
+                .transpose()
+                .map_err(|e| EngineError::Storage(format!("runs.error of {run_id}: {e}")))?,
             events: events
                 .into_iter()
-                .map(|(sequence, event_type, node_id, ts, payload)| TimelineEvent {
-                    sequence,
-                    event_type,
-                    node_id,
-                    timestamp: rfc3339(ts),
-                    payload: serde_json::from_str(&payload).unwrap_or(Value::Null),
+                .map(|(sequence, event_type, node_id, ts, payload)| {
+                    Ok(TimelineEvent {
+                        sequence,
+                        event_type: event_type.parse()?,
+                        node_id,
+                        timestamp: rfc3339(ts),
+                        payload: serde_json::from_str(&payload).map_err(|e| {
+                            EngineError::Storage(format!(
+                                "event {sequence} of {run_id}: payload is not JSON: {e}"
+                            ))
+                        })?,
+                    })
                 })
-                .collect(),
+                .collect::<Result<_>>()?,
             audit: audit
                 .into_iter()
                 .map(
-                    |(node_id, visit, principal, action, eligible_via, at, superseded)| AuditRow {
-                        node_id,
-                        visit,
-                        principal,
-                        action,
-                        eligible_via,
-                        decided_at: rfc3339(at),
-                        counted: superseded == 0,
+                    |(node_id, visit, principal, action, eligible_via, at, superseded)| {
+                        Ok(AuditRow {
+                            node_id,
+                            visit,
+                            principal,
+                            action: action.parse()?,
+                            eligible_via,
+                            decided_at: rfc3339(at),
+                            counted: superseded == 0,
+                        })
                     },
                 )
-                .collect(),
+                .collect::<Result<_>>()?,
         })
     }
 
@@ -669,27 +526,27 @@ impl Engine {
         let people: Vec<DirectoryEntry> = rows
             .into_iter()
             .map(|(id, name, email, g, r, o, phc)| {
-                let principal = Principal {
-                    tenant: tenant.to_string(),
+                let principal = crate::directory::principal_from_columns(
+                    id,
+                    tenant.to_string(),
                     name,
                     email,
-                    groups: serde_json::from_str(&g).unwrap_or_default(),
-                    roles: serde_json::from_str(&r).unwrap_or_default(),
-                    is_override: o != 0,
-                    id,
-                };
+                    &g,
+                    &r,
+                    o != 0,
+                )?;
                 for g in &principal.groups {
                     groups.entry(g.clone()).or_default().push(principal.id.clone());
                 }
                 for r in &principal.roles {
                     roles.entry(r.clone()).or_default().push(principal.id.clone());
                 }
-                DirectoryEntry {
+                Ok(DirectoryEntry {
                     principal,
                     has_password: phc.is_some(),
-                }
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let list = |m: BTreeMap<String, Vec<String>>| {
             m.into_iter()
                 .map(|(name, members)| Membership { name, members })

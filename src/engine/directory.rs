@@ -72,15 +72,18 @@ impl Engine {
         .bind(id)
         .fetch_optional(&self.inner.store.read)
         .await?;
-        Ok(row.map(|(tenant, name, email, groups, roles, o)| Principal {
-            id: id.to_string(),
-            tenant,
-            name,
-            email,
-            groups: serde_json::from_str(&groups).unwrap_or_default(),
-            roles: serde_json::from_str(&roles).unwrap_or_default(),
-            is_override: o != 0,
-        }))
+        row.map(|(tenant, name, email, groups, roles, o)| {
+            crate::directory::principal_from_columns(
+                id.to_string(),
+                tenant,
+                name,
+                email,
+                &groups,
+                &roles,
+                o != 0,
+            )
+        })
+        .transpose()
     }
 
     /// Stores an API key (hashed) for a principal; the plain key is never stored.

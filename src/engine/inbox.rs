@@ -10,6 +10,7 @@ use crate::error::{EngineError, Result};
 use crate::ids::TenantRange;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use tollgate_wire::{ApprovalAction, DeadlineState, InterruptKind, InterruptStatus};
 
 /// Items per inbox page.
 pub const INBOX_PAGE_SIZE: usize = 50;
@@ -42,7 +43,7 @@ impl InboxSort {
 /// Filters of the inbox (all optional).
 #[derive(Debug, Clone, Default)]
 pub struct InboxFilter {
-    pub kind: Option<String>,
+    pub kind: Option<InterruptKind>,
     pub workflow_id: Option<String>,
     /// Only interrupts whose deadline has passed.
     pub overdue: bool,
@@ -57,7 +58,7 @@ pub struct InboxFilter {
 pub struct InboxItem {
     pub run_id: String,
     pub node_id: String,
-    pub kind: String,
+    pub kind: InterruptKind,
     pub title: String,
     pub workflow_id: String,
     pub created_at: String,
@@ -66,14 +67,14 @@ pub struct InboxItem {
     /// Milliseconds until the deadline (negative: passed).
     pub deadline_in_ms: Option<Millis>,
     /// `overdue`, `soon` (within an hour) or `ok`; `none` without a deadline.
-    pub deadline_state: String,
+    pub deadline_state: DeadlineState,
     /// The ref that makes this person eligible (`group:finance`, …).
     pub eligible_via: String,
     /// Approvals: the largest group of counted approvals of the same data, and the number required.
     pub accepts: Option<u32>,
     pub required_approvals: Option<u32>,
     /// This person's counted vote, if any (a new vote replaces it).
-    pub my_vote: Option<String>,
+    pub my_vote: Option<ApprovalAction>,
 }
 
 /// A page of the inbox.
@@ -87,7 +88,7 @@ pub struct InboxPage {
     pub pages: usize,
     /// Workflows and kinds among everything this person may decide (for the filters).
     pub workflows: Vec<String>,
-    pub kinds: Vec<String>,
+    pub kinds: Vec<InterruptKind>,
 }
 
 /// A person who may still vote on a gate.
@@ -104,7 +105,8 @@ struct PendingRow {
     interrupt_id: String,
     run_id: String,
     node_id: String,
-    kind: String,
+    #[sqlx(try_from = "String")]
+    kind: InterruptKind,
     title: String,
     workflow_id: String,
     eligibility: String,
@@ -122,7 +124,7 @@ struct PendingRowVia {
 /// Whether `principal` may decide an interrupt of `kind` with these stored
 /// rules; `holds_respond` as for [`ApprovalRules::eligibility`].
 fn eligible(
-    kind: &str,
+    kind: InterruptKind,
     eligibility: &str,
     owner: &str,
     principal: &Principal,
@@ -134,9 +136,9 @@ fn eligible(
             principal.id
         )));
     }
-    if kind == "approval" {
+    if kind == InterruptKind::Approval {
         let rules: ApprovalRules = serde_json::from_str(eligibility)
-            .map_err(|_| EngineError::Internal("approval rules unreadable".into()))?;
+            .map_err(|e| EngineError::Storage(format!("interrupts.eligibility: {e}")))?;
         rules.eligibility(principal, owner, holds_respond)
     } else {
         // Other kinds: anyone of the run's tenant may answer (as over the API).
@@ -144,12 +146,12 @@ fn eligible(
     }
 }
 
-pub(super) fn deadline_state(deadline: Option<Millis>, now: Millis) -> &'static str {
+pub(super) fn deadline_state(deadline: Option<Millis>, now: Millis) -> DeadlineState {
     match deadline {
-        None => "none",
-        Some(d) if d <= now => "overdue",
-        Some(d) if d - now <= DEADLINE_SOON_MS => "soon",
-        Some(_) => "ok",
+        None => DeadlineState::None,
+        Some(d) if d <= now => DeadlineState::Overdue,
+        Some(d) if d - now <= DEADLINE_SOON_MS => DeadlineState::Soon,
+        Some(_) => DeadlineState::Ok,
     }
 }
 
@@ -164,7 +166,7 @@ impl Engine {
     }
 
     /// `overdue`, `soon`, `ok` or `none` for an RFC 3339 deadline, as the inbox marks it.
-    pub fn deadline_state(&self, deadline: Option<&str>) -> &'static str {
+    pub fn deadline_state(&self, deadline: Option<&str>) -> DeadlineState {
         let ms = deadline
             .and_then(|d| chrono::DateTime::parse_from_rfc3339(d).ok())
             .map(|d| d.timestamp_millis());
@@ -206,17 +208,18 @@ impl Engine {
         let mut admitted = Vec::new();
         let mut total = 0usize;
         for (kind, rules, workflow_id, mine, owner, count) in groups {
+            let parsed: InterruptKind = kind.parse()?;
             // The inbox is a signed-in person's: people hold approvals:respond.
-            let Ok(via) = eligible(&kind, &rules, &owner, &principal, true) else {
+            let Ok(via) = eligible(parsed, &rules, &owner, &principal, true) else {
                 continue;
             };
             if !workflows.contains(&workflow_id) {
                 workflows.push(workflow_id.clone());
             }
-            if !kinds.contains(&kind) {
-                kinds.push(kind.clone());
+            if !kinds.contains(&parsed) {
+                kinds.push(parsed);
             }
-            if filter.kind.as_ref().is_some_and(|k| *k != kind)
+            if filter.kind.is_some_and(|k| k != parsed)
                 || filter.workflow_id.as_ref().is_some_and(|w| *w != workflow_id)
             {
                 continue;
@@ -225,7 +228,7 @@ impl Engine {
             admitted.push((kind, rules, workflow_id, mine, via));
         }
         workflows.sort();
-        kinds.sort();
+        kinds.sort_by_key(|k| k.as_str());
 
         let mut rows: Vec<(PendingRow, String)> = Vec::new();
         if !admitted.is_empty() {
@@ -298,7 +301,7 @@ impl Engine {
         // Votes of the page's approvals, in one query.
         let approval_ids: Vec<&str> = slice
             .iter()
-            .filter(|(r, _)| r.kind == "approval")
+            .filter(|(r, _)| r.kind == InterruptKind::Approval)
             .map(|(r, _)| r.interrupt_id.as_str())
             .collect();
         let mut votes: HashMap<String, Vec<Ballot>> = HashMap::new();
@@ -319,11 +322,15 @@ impl Engine {
                 q = q.bind(*id);
             }
             for (iid, p, a, rv, original) in q.fetch_all(&self.inner.store.read).await? {
-                let rv: serde_json::Value = serde_json::from_str(&rv).unwrap_or_default();
-                let original: Option<serde_json::Value> =
-                    original.and_then(|o| serde_json::from_str(&o).ok());
+                let rv: serde_json::Value = serde_json::from_str(&rv)
+                    .map_err(|e| EngineError::Storage(format!("votes.resume_value: {e}")))?;
+                let original: Option<serde_json::Value> = original
+                    .map(|o| serde_json::from_str(&o))
+                    .transpose()
+                    .map_err(|e| EngineError::Storage(format!("interrupts.payload: {e}")))?;
+                let a: ApprovalAction = a.parse()?;
                 votes.entry(iid).or_default().push(Ballot {
-                    approves: approved_data(&a, &rv, original.as_ref()),
+                    approves: approved_data(a, &rv, original.as_ref()),
                     principal: p,
                     action: a,
                     is_override: false,
@@ -334,20 +341,18 @@ impl Engine {
         let items = slice
             .into_iter()
             .map(|(row, via)| {
-                let (accepts, required, my_vote) = if row.kind == "approval" {
-                    let rules: Option<ApprovalRules> = serde_json::from_str(&row.eligibility).ok();
+                let (accepts, required, my_vote) = if row.kind == InterruptKind::Approval {
+                    let rules: ApprovalRules = serde_json::from_str(&row.eligibility)
+                        .map_err(|e| EngineError::Storage(format!("interrupts.eligibility: {e}")))?;
                     let v = votes.get(&row.interrupt_id).cloned().unwrap_or_default();
                     let accepts = agreeing_approvals(&v);
-                    let mine = v
-                        .iter()
-                        .find(|b| b.principal == principal.id)
-                        .map(|b| b.action.clone());
-                    (Some(accepts), rules.map(|r| r.required_approvals), mine)
+                    let mine = v.iter().find(|b| b.principal == principal.id).map(|b| b.action);
+                    (Some(accepts), Some(rules.required_approvals), mine)
                 } else {
                     (None, None, None)
                 };
-                InboxItem {
-                    deadline_state: deadline_state(row.deadline_at, now).to_string(),
+                Ok(InboxItem {
+                    deadline_state: deadline_state(row.deadline_at, now),
                     deadline: row.deadline_at.map(rfc3339),
                     deadline_in_ms: row.deadline_at.map(|d| d - now),
                     age_ms: (now - row.created_at).max(0),
@@ -361,9 +366,9 @@ impl Engine {
                     accepts,
                     required_approvals: required,
                     my_vote,
-                }
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(InboxPage {
             items,
             total,
@@ -399,9 +404,12 @@ impl Engine {
             .principal(&principal.id)
             .await?
             .unwrap_or_else(|| principal.clone());
-        Ok(rows
-            .iter()
-            .any(|(kind, rules, owner)| eligible(kind, rules, owner, &principal, true).is_ok()))
+        for (kind, rules, owner) in &rows {
+            if eligible(kind.parse()?, rules, owner, &principal, true).is_ok() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Whether `actor` may decide the latest interrupt at `node_id`: the ref
@@ -413,7 +421,7 @@ impl Engine {
         actor: &Actor,
     ) -> Result<std::result::Result<String, String>> {
         let view = self.inspect_interrupt(run_id, node_id, actor).await?;
-        if view.status != "pending" {
+        if view.status != InterruptStatus::Pending {
             return Ok(Err(format!("this interrupt is {}", view.status)));
         }
         let principal = self
@@ -422,14 +430,14 @@ impl Engine {
             .unwrap_or_else(|| actor.principal.clone());
         let (eligibility, owner) = self.stored_rules(&view.interrupt_id).await?;
         let holds = actor.allows(crate::auth::Scope::ApprovalsRespond);
-        Ok(eligible(&view.kind, &eligibility, &owner, &principal, holds).map_err(|e| e.to_string()))
+        Ok(eligible(view.kind, &eligibility, &owner, &principal, holds).map_err(|e| e.to_string()))
     }
 
     /// The people of the run's tenant who may vote on a pending approval and
     /// have no counted vote yet.
     pub async fn may_still_vote(&self, run_id: &str, node_id: &str, actor: &Actor) -> Result<Vec<Voter>> {
         let view = self.inspect_interrupt(run_id, node_id, actor).await?;
-        if view.status != "pending" || view.kind != "approval" {
+        if view.status != InterruptStatus::Pending || view.kind != InterruptKind::Approval {
             return Ok(vec![]);
         }
         let (eligibility, owner) = self.stored_rules(&view.interrupt_id).await?;
@@ -451,7 +459,7 @@ impl Engine {
                 continue;
             };
             let holds = self.holds_respond(&p.id).await?;
-            if let Ok(via) = eligible(&view.kind, &eligibility, &owner, &p, holds) {
+            if let Ok(via) = eligible(view.kind, &eligibility, &owner, &p, holds) {
                 out.push(Voter {
                     id: p.id,
                     name: p.name,

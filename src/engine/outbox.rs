@@ -6,6 +6,7 @@ use crate::args;
 use crate::clock::{rfc3339, Millis};
 use crate::error::{EngineError, Result};
 use serde::{Deserialize, Serialize};
+use tollgate_wire::{OutboxKind, OutboxStatus};
 
 /// Attempts before a message is given up.
 pub const MAX_ATTEMPTS: i64 = 8;
@@ -15,14 +16,16 @@ pub const MAX_ATTEMPTS: i64 = 8;
 #[serde(rename_all = "camelCase")]
 pub struct OutboxItem {
     pub id: i64,
-    pub kind: String,
+    #[sqlx(try_from = "String")]
+    pub kind: OutboxKind,
     pub reason: String,
     pub run_id: String,
     pub node_id: String,
     pub interrupt_id: String,
     pub recipient: String,
     pub address: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: OutboxStatus,
     pub attempts: i64,
     pub next_attempt_at: Millis,
     pub last_error: Option<String>,
@@ -39,6 +42,24 @@ pub struct OutboxItem {
 impl OutboxItem {
     pub fn created(&self) -> String {
         rfc3339(self.created_at)
+    }
+
+    /// The message as the dashboard lists it.
+    pub fn to_row(&self) -> tollgate_wire::admin::OutboxRow {
+        tollgate_wire::admin::OutboxRow {
+            id: self.id,
+            kind: self.kind,
+            reason: self.reason.clone(),
+            run_id: self.run_id.clone(),
+            node_id: self.node_id.clone(),
+            recipient: self.recipient.clone(),
+            address: self.address.clone(),
+            status: self.status,
+            attempts: self.attempts,
+            last_error: self.last_error.clone(),
+            created_at: self.created(),
+            sent_at: self.sent_at.map(rfc3339),
+        }
     }
 
     /// A row selected with [`COLUMNS`] in a write command.
@@ -80,9 +101,9 @@ pub fn backoff_ms(attempts: i64) -> Millis {
 }
 
 /// Kinds of outbox rows.
-pub const KINDS: [&str; 2] = ["email", "callback"];
+pub const KINDS: &[&str] = OutboxKind::TEXTS;
 /// Delivery states of outbox rows.
-pub const STATUSES: [&str; 4] = ["pending", "sent", "failed", "dropped"];
+pub const STATUSES: &[&str] = OutboxStatus::TEXTS;
 
 /// Which rows the admin's outbox view lists.
 #[derive(Debug, Clone, Default)]
@@ -358,8 +379,14 @@ impl Engine {
             .await?;
         let mut queued = 0;
         for (interrupt_id, run_id, node_id, eligibility, audience) in due {
-            let rules: Option<crate::approval::ApprovalRules> = serde_json::from_str(&eligibility).ok();
-            let audience: Option<serde_json::Value> = audience.and_then(|a| serde_json::from_str(&a).ok());
+            let rules: Option<crate::approval::ApprovalRules> =
+                serde_json::from_str(&eligibility).map_err(|e| {
+                    EngineError::Storage(format!("interrupts.eligibility of {interrupt_id}: {e}"))
+                })?;
+            let audience: Option<serde_json::Value> = audience
+                .map(|a| serde_json::from_str(&a))
+                .transpose()
+                .map_err(|e| EngineError::Storage(format!("interrupts.payload of {interrupt_id}: {e}")))?;
             let tenant = crate::ids::tenant_of(&run_id).to_string();
             let count = self
                 .inner

@@ -49,7 +49,7 @@ impl Engine {
             .ok_or_else(|| EngineError::NotFound(format!("no workflow \"{}\"", req.workflow_id)))?;
         let owner = json!({ "tenant": tenant, "subject": actor.subject() });
         let now = self.now();
-        let run_id = ids::new_tenant_bound(&tenant);
+        let run_id = RunId::trusted(ids::new_tenant_bound(&tenant));
         let new = NewRun {
             run_id: run_id.clone(),
             workflow_digest: digest,
@@ -229,10 +229,10 @@ impl Engine {
                 "this link was for an earlier visit of \"{node_id}\", which is closed"
             )));
         }
-        if interrupt.status != "pending" || run.is_terminal() {
+        if interrupt.status != InterruptStatus::Pending || run.is_terminal() {
             return Err(EngineError::AlreadyResolved(format!(
                 "the interrupt on \"{node_id}\" is {} (run {})",
-                if interrupt.status == "pending" {
+                if interrupt.status == InterruptStatus::Pending {
                     "closed"
                 } else {
                     interrupt.status.as_str()
@@ -245,7 +245,7 @@ impl Engine {
                 writes.execute(conn)?;
                 Ok(Resolved {
                     run_id: run.run_id,
-                    node_id: node_id.to_string(),
+                    node_id: NodeId::trusted(node_id),
                     status: run.status,
                 })
             }
@@ -262,7 +262,7 @@ impl Engine {
                 let run = exec.finish()?;
                 Ok(Resolved {
                     run_id: run.run_id,
-                    node_id: node_id.to_string(),
+                    node_id: NodeId::trusted(node_id),
                     status: run.status,
                 })
             }
@@ -348,16 +348,16 @@ pub(crate) fn snapshot_of(run: &RunRow) -> Value {
         "runId": run.run_id,
         "workflowId": run.workflow_id,
         "status": run.status,
-        "owner": json_or_null(Some(&run.owner)),
+        "owner": run.owner,
         "eventLogSchemaVersion": EVENT_LOG_SCHEMA_VERSION,
         "startedAt": rfc3339(run.created_at),
-        "inputs": json_or_null(Some(&run.inputs)),
+        "inputs": run.inputs,
     });
     if let Some(n) = &run.current_node_id {
         s["currentNodeId"] = json!(n);
     }
     if let Some(e) = &run.error {
-        s["error"] = json_or_null(Some(e));
+        s["error"] = e.clone();
     }
     if let Some(t) = run.completed_at {
         s["completedAt"] = json!(rfc3339(t));
@@ -368,7 +368,7 @@ pub(crate) fn snapshot_of(run: &RunRow) -> Value {
         ("metadata", &run.metadata),
     ] {
         if let Some(v) = v {
-            s[k] = json_or_null(Some(v));
+            s[k] = v.clone();
         }
     }
     s

@@ -82,12 +82,12 @@ impl Engine {
         exec.resolve(&interrupt, resolved, None, Some(failure))?;
         exec.finish()?;
         // `onTimeout: escalate` notifies the gate's people; it never extends or grants.
-        let rules = interrupt.approval_rules();
+        let rules = interrupt.rules.clone();
         if rules
             .as_ref()
             .is_some_and(|r| r.on_timeout == crate::approval::OnTimeout::Escalate)
         {
-            let audience = interrupt.payload_json()["data"].get("audience").cloned();
+            let audience = interrupt.payload["data"].get("audience").cloned();
             let directory = crate::runtime::load_directory(conn, &tenant)?;
             for p in crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory) {
                 conn.execute("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'escalation', ?, ?, ?, ?, ?, 'pending', ?, ?)", args![

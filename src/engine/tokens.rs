@@ -31,7 +31,7 @@ impl Engine {
         let mut conn = self.inner.store.read.acquire().await?;
         let interrupt = latest_interrupt(&mut conn, run_id, node_id)
             .await?
-            .filter(|i| i.status == "pending")
+            .filter(|i| i.status == InterruptStatus::Pending)
             .ok_or_else(|| {
                 EngineError::NotFound(format!("no pending interrupt on \"{node_id}\" in run {run_id}"))
             })?;
@@ -47,13 +47,15 @@ impl Engine {
         recipient: &Principal,
         intent: Intent,
     ) -> Result<(String, Millis)> {
-        let interrupt = sqlx::query_as::<_, InterruptRow>(&self.inner.store.q(&format!(
+        let sql = format!(
             "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ? AND status = 'pending'"
-        )))
-        .bind(interrupt_id)
-        .fetch_optional(&self.inner.store.read)
-        .await?
-        .ok_or_else(|| EngineError::NotFound(format!("no pending interrupt {interrupt_id}")))?;
+        );
+        let sql = self.inner.store.q(&sql);
+        let query = sqlx::query(&sql).bind(interrupt_id);
+        let interrupt = crate::store::fetch_rows(query, &self.inner.store.read, InterruptRow::from_row)
+            .await?
+            .pop()
+            .ok_or_else(|| EngineError::NotFound(format!("no pending interrupt {interrupt_id}")))?;
         self.sign_for(&interrupt, recipient, intent)
     }
 
@@ -70,7 +72,7 @@ impl Engine {
         requested: Option<Intent>,
     ) -> Result<Option<(String, Millis, Intent)>> {
         let view = self.inspect_interrupt(run_id, node_id, actor).await?;
-        if view.status != "pending" || !self.can_mint_tokens() {
+        if view.status != InterruptStatus::Pending || !self.can_mint_tokens() {
             return Ok(None);
         }
         let may_decide = self.may_decide(run_id, node_id, actor).await?.is_ok();
@@ -101,8 +103,8 @@ impl Engine {
         let expires = interrupt.deadline_at.map_or(now + ttl, |d| d.min(now + ttl));
         let claims = Claims {
             i: interrupt.interrupt_id.clone(),
-            r: interrupt.run_id.clone(),
-            n: interrupt.node_id.clone(),
+            r: interrupt.run_id.to_string(),
+            n: interrupt.node_id.to_string(),
             p: recipient.id.clone(),
             t: intent,
             a: now,
@@ -125,13 +127,16 @@ impl Engine {
     pub(super) async fn check_token(&self, token: &str) -> Result<(Claims, InterruptRow)> {
         let claims = self.verify_token(token)?;
         let mut conn = self.inner.store.read.acquire().await?;
-        let interrupt = sqlx::query_as::<_, InterruptRow>(&self.inner.store.q(&format!(
-            "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ?"
-        )))
-        .bind(&claims.i)
-        .fetch_optional(&mut *conn)
+        let sql = format!("SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ?");
+        let sql = self.inner.store.q(&sql);
+        let interrupt = crate::store::fetch_rows(
+            sqlx::query(&sql).bind(&claims.i),
+            &mut *conn,
+            InterruptRow::from_row,
+        )
         .await?
-        .filter(|i| i.run_id == claims.r && i.node_id == claims.n)
+        .pop()
+        .filter(|i| i.run_id.as_str() == claims.r && i.node_id.as_str() == claims.n)
         .ok_or_else(|| EngineError::NotFound("no such interrupt".into()))?;
         let revoked: Option<i64> =
             sqlx::query_scalar(&self.inner.store.q("SELECT 1 FROM revoked_tokens WHERE jti = ?"))
@@ -144,10 +149,10 @@ impl Engine {
         let run = load_run(&mut conn, &claims.r)
             .await?
             .ok_or_else(|| EngineError::NotFound("no such run".into()))?;
-        if interrupt.status != "pending" || run.is_terminal() {
+        if interrupt.status != InterruptStatus::Pending || run.is_terminal() {
             return Err(EngineError::AlreadyResolved(format!(
                 "this interrupt is no longer open ({})",
-                if interrupt.status == "pending" {
+                if interrupt.status == InterruptStatus::Pending {
                     run.status.as_str()
                 } else {
                     interrupt.status.as_str()

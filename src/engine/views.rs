@@ -25,7 +25,7 @@ impl Engine {
         .bind(limit)
         .fetch_all(&self.inner.store.read)
         .await?;
-        Ok(rows.into_iter().map(EventRow::into_event).collect())
+        rows.into_iter().map(EventRow::into_event).collect()
     }
 
     /// Long poll: waits up to `timeout` for events after `after`.
@@ -40,7 +40,12 @@ impl Engine {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let (events, snapshot) = self.events_after(run_id, actor, after, 1000).await?;
-            if !events.is_empty() || snapshot["status"].as_str().is_some_and(is_terminal_status) {
+            if !events.is_empty()
+                || snapshot["status"]
+                    .as_str()
+                    .and_then(RunStatus::parse)
+                    .is_some_and(RunStatus::is_terminal)
+            {
                 return Ok((events, snapshot));
             }
             loop {
@@ -80,17 +85,23 @@ impl Engine {
         .await?;
         let votes: Vec<VoteView> = votes
             .into_iter()
-            .map(|(principal, action, eligible_via, at, superseded, rv)| VoteView {
-                counted: superseded == 0 && action != "ask",
-                principal,
-                action,
-                eligible_via,
-                decided_at: rfc3339(at),
-                resume_value: serde_json::from_str(&rv).unwrap_or(Value::Null),
+            .map(|(principal, action, eligible_via, at, superseded, rv)| {
+                let action: ApprovalAction = action
+                    .parse()
+                    .map_err(|e| EngineError::Storage(format!("votes.action: {e}")))?;
+                Ok(VoteView {
+                    counted: superseded == 0 && action.is_vote(),
+                    principal,
+                    action,
+                    eligible_via,
+                    decided_at: rfc3339(at),
+                    resume_value: serde_json::from_str(&rv)
+                        .map_err(|e| EngineError::Storage(format!("votes.resume_value: {e}")))?,
+                })
             })
-            .collect();
-        let payload = row.payload_json();
-        let quorum = row.approval_rules().map(|r| {
+            .collect::<Result<_>>()?;
+        let payload = row.payload.clone();
+        let quorum = row.rules.as_ref().map(|r| {
             // Counted as the tally counts: approvals of the same data; rejects and refines.
             let original = payload["data"].get("artifactData");
             let ballots: Vec<crate::approval::Ballot> = votes
@@ -98,9 +109,9 @@ impl Engine {
                 .filter(|v| v.counted)
                 .map(|v| crate::approval::Ballot {
                     principal: v.principal.clone(),
-                    action: v.action.clone(),
+                    action: v.action,
                     is_override: false,
-                    approves: crate::approval::approved_data(&v.action, &v.resume_value, original),
+                    approves: crate::approval::approved_data(v.action, &v.resume_value, original),
                 })
                 .collect();
             let accepts = crate::approval::agreeing_approvals(&ballots);
@@ -116,16 +127,11 @@ impl Engine {
                 "preventSelfApproval": r.prevent_self_approval,
             })
         });
-        let contract = row
-            .contract_json()
-            .ok_or_else(|| EngineError::Internal("contract unreadable".into()))?;
+        let contract = row.contract_json()?;
         Ok(InterruptView {
             payload,
-            request: json_or_null(row.request.as_deref()),
-            resolution: row
-                .resolution
-                .as_deref()
-                .and_then(|s| serde_json::from_str(s).ok()),
+            request: row.request.unwrap_or(Value::Null),
+            resolution: row.resolution,
             interrupt_id: row.interrupt_id,
             run_id: row.run_id,
             node_id: row.node_id,
@@ -159,23 +165,26 @@ impl Engine {
             filter.limit.min(500)
         };
         let tenant = ids::TenantRange::of(actor.tenant());
-        let rows = sqlx::query_as::<_, InterruptRow>(&self.inner.store.q(&format!(
+        let sql = format!(
             "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE {} \
              AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?) AND (? IS NULL OR kind = ?) \
              ORDER BY created_at DESC LIMIT ?",
             ids::TenantRange::sql("run_id")
-        )))
-        .bind(&tenant.from)
-        .bind(&tenant.to)
-        .bind(&filter.status)
-        .bind(&filter.status)
-        .bind(&filter.workflow_id)
-        .bind(&filter.workflow_id)
-        .bind(&filter.kind)
-        .bind(&filter.kind)
-        .bind(limit)
-        .fetch_all(&self.inner.store.read)
-        .await?;
+        );
+        let sql = self.inner.store.q(&sql);
+        let status = filter.status.map(InterruptStatus::as_str);
+        let kind = filter.kind.map(InterruptKind::as_str);
+        let query = sqlx::query(&sql)
+            .bind(&tenant.from)
+            .bind(&tenant.to)
+            .bind(status)
+            .bind(status)
+            .bind(&filter.workflow_id)
+            .bind(&filter.workflow_id)
+            .bind(kind)
+            .bind(kind)
+            .bind(limit);
+        let rows = crate::store::fetch_rows(query, &self.inner.store.read, InterruptRow::from_row).await?;
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
             out.push(self.interrupt_view(r).await?);
@@ -237,6 +246,14 @@ impl Engine {
         .bind(run_id)
         .fetch_all(&mut *conn)
         .await?;
+        let nodes = nodes
+            .into_iter()
+            .map(|(node, status, visits)| Ok((node, status.parse()?, visits)))
+            .collect::<Result<Vec<_>>>()?;
+        let interrupts = interrupts
+            .into_iter()
+            .map(|(id, status)| Ok((id, status.parse()?)))
+            .collect::<Result<Vec<_>>>()?;
         Ok(folded.diff(&run, &nodes, &interrupts))
     }
 }

@@ -143,3 +143,22 @@ pub fn any_dialect(conn: &sqlx::AnyConnection) -> Dialect {
         Dialect::Sqlite
     }
 }
+
+/// Runs a read on the read pool (or a connection of it) and decodes each row
+/// with `decode`, the same decoder the writer's rows go through.
+pub(crate) async fn fetch_rows<'q, 'c, T, E>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    conn: E,
+    decode: fn(&Row) -> Result<T>,
+) -> Result<Vec<T>>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Any> + 'q,
+    'c: 'q,
+{
+    query
+        .fetch_all(conn)
+        .await?
+        .iter()
+        .map(|r| decode(&Row::from_any(r)?))
+        .collect()
+}

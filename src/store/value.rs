@@ -144,6 +144,54 @@ impl Row {
     }
 }
 
+impl Row {
+    /// The columns of a row the read pool returned, so rows read by either
+    /// driver go through the same decoder (`RunRow::from_row`, …).
+    pub fn from_any(row: &sqlx::any::AnyRow) -> Result<Row> {
+        use sqlx::any::AnyTypeInfoKind as Kind;
+        use sqlx::{Row as _, TypeInfo as _, ValueRef as _};
+        let mut values = Vec::with_capacity(row.len());
+        for i in 0..row.len() {
+            let raw = row.try_get_raw(i)?;
+            let kind = raw.type_info().kind();
+            values.push(match kind {
+                _ if raw.is_null() || raw.type_info().is_null() => Val::Text(None),
+                Kind::Bool => Val::Int(Some(i64::from(row.try_get::<bool, _>(i)?))),
+                Kind::SmallInt => Val::Int(Some(i64::from(row.try_get::<i16, _>(i)?))),
+                Kind::Integer => Val::Int(Some(i64::from(row.try_get::<i32, _>(i)?))),
+                Kind::BigInt => Val::Int(Some(row.try_get::<i64, _>(i)?)),
+                Kind::Real => Val::Real(Some(f64::from(row.try_get::<f32, _>(i)?))),
+                Kind::Double => Val::Real(Some(row.try_get::<f64, _>(i)?)),
+                Kind::Text | Kind::Blob | Kind::Null => Val::Text(Some(row.try_get::<String, _>(i)?)),
+            });
+        }
+        Ok(Row { values })
+    }
+
+    /// A JSON column, decoded with an error naming it when it is not JSON.
+    pub fn json(&self, index: usize) -> Result<serde_json::Value> {
+        let text: String = self.get(index)?;
+        serde_json::from_str(&text)
+            .map_err(|e| EngineError::Storage(format!("column {index}: not JSON: {e}")))
+    }
+
+    /// A nullable JSON column.
+    pub fn opt_json(&self, index: usize) -> Result<Option<serde_json::Value>> {
+        match self.get::<Option<String>>(index)? {
+            None => Ok(None),
+            Some(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| EngineError::Storage(format!("column {index}: not JSON: {e}"))),
+        }
+    }
+
+    /// Whether the statement selected column `index` (queries that load
+    /// related rows as JSON add a column after the fixed ones).
+    pub fn has(&self, index: usize) -> bool {
+        index < self.values.len()
+    }
+}
+
 /// A Rust value decoded from one [`Val`].
 pub trait FromVal: Sized {
     fn from_val(v: &Val) -> std::result::Result<Self, String>;
@@ -193,6 +241,65 @@ impl<T: FromVal> FromVal for Option<T> {
     }
 }
 
+/// Enums stored as their text (`status = 'pending'`): written as text,
+/// read back with an error naming the value when it is none of the enum's.
+macro_rules! text_columns {
+    ($($t:ty),+) => {$(
+        impl ToVal for $t {
+            fn to_val(&self) -> Val {
+                Val::Text(Some(self.as_str().to_string()))
+            }
+            fn null() -> Val {
+                Val::Text(None)
+            }
+        }
+        impl FromVal for $t {
+            fn from_val(v: &Val) -> std::result::Result<Self, String> {
+                match v {
+                    Val::Text(Some(s)) => s.parse().map_err(|e| format!("{e}")),
+                    other => Err(format!("expected a text, found {other:?}")),
+                }
+            }
+        }
+    )+};
+}
+
+text_columns!(
+    tollgate_wire::RunStatus,
+    tollgate_wire::NodeStatus,
+    tollgate_wire::InterruptStatus,
+    tollgate_wire::OutboxStatus,
+    tollgate_wire::OutboxKind,
+    tollgate_wire::InterruptKind,
+    tollgate_wire::ApprovalAction,
+    tollgate_wire::EventType
+);
+
+/// Ids stored as text; a stored id was checked on its way in.
+macro_rules! id_columns {
+    ($($t:ty),+) => {$(
+        impl ToVal for $t {
+            fn to_val(&self) -> Val {
+                Val::Text(Some(self.as_str().to_string()))
+            }
+            fn null() -> Val {
+                Val::Text(None)
+            }
+        }
+        impl FromVal for $t {
+            fn from_val(v: &Val) -> std::result::Result<Self, String> {
+                String::from_val(v).map(<$t>::trusted)
+            }
+        }
+    )+};
+}
+
+id_columns!(
+    tollgate_wire::RunId,
+    tollgate_wire::TenantId,
+    tollgate_wire::NodeId
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +336,23 @@ mod tests {
         assert!(err.contains("column 2"), "{err}");
         assert!(row.get::<String>(1).is_err(), "NULL is not a text");
         assert!(row.get::<i64>(9).is_err());
+    }
+
+    #[test]
+    fn enum_columns_are_decoded_once_with_an_error() {
+        use tollgate_wire::RunStatus;
+        let row = Row {
+            values: vec![
+                Val::Text(Some("waiting-input".into())),
+                Val::Text(Some("paused".into())),
+            ],
+        };
+        assert_eq!(row.get::<RunStatus>(0).unwrap(), RunStatus::WaitingInput);
+        let err = row.get::<RunStatus>(1).unwrap_err().to_string();
+        assert!(
+            err.contains("column 1") && err.contains("\"paused\" is not a run status"),
+            "{err}"
+        );
+        assert_eq!(RunStatus::Failed.to_val(), Val::Text(Some("failed".into())));
     }
 }

@@ -17,6 +17,7 @@ use charts::{AgeChart, DecisionsChart};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_location, use_params_map, use_query_map};
+use tollgate_wire::{OutboxStatus, RunStatus};
 
 const INPUT: &str = "mt-1 block w-full rounded-md border border-slate-300 px-3 py-2 text-sm focus:border-indigo-500 focus:outline-none focus:ring-2 focus:ring-indigo-500";
 const TH: &str = "px-3 py-2 text-left font-semibold";
@@ -112,14 +113,14 @@ fn flash_view(flash: Option<Flash>) -> Option<AnyView> {
     })
 }
 
-fn status_badge(status: &str) -> AnyView {
+fn status_badge(status: RunStatus) -> AnyView {
     let class = match status {
-        "completed" => "bg-emerald-100 text-emerald-900",
-        "failed" | "cancelled" => "bg-red-100 text-red-900",
-        s if s.starts_with("waiting") => "bg-amber-100 text-amber-900",
+        RunStatus::Completed => "bg-emerald-100 text-emerald-900",
+        RunStatus::Failed | RunStatus::Cancelled => "bg-red-100 text-red-900",
+        s if s.is_waiting() => "bg-amber-100 text-amber-900",
         _ => "bg-slate-100 text-slate-800",
     };
-    view! { <span class=format!("rounded px-2 py-0.5 text-xs font-semibold {class}")>{status.to_string()}</span> }
+    view! { <span class=format!("rounded px-2 py-0.5 text-xs font-semibold {class}")>{status.as_str()}</span> }
         .into_any()
 }
 
@@ -134,7 +135,7 @@ fn deadline_cell(p: &PendingRow) -> AnyView {
                 "soon" => ("font-semibold text-amber-800", format!("In {}", human_ms(ms))),
                 _ => ("text-slate-700", format!("In {}", human_ms(ms))),
             };
-            view! { <time datetime=d.clone() title=d.clone() class=class data-deadline=p.deadline_state.clone()>{text}</time> }
+            view! { <time datetime=d.clone() title=d.clone() class=class data-deadline=p.deadline_state.as_str()>{text}</time> }
                 .into_any()
         }
         _ => view! { <span class="text-slate-500">"None"</span> }.into_any(),
@@ -197,7 +198,7 @@ fn overview_view(d: OverviewData) -> AnyView {
             <ul class="mt-3 flex flex-wrap gap-3 text-sm">
                 {o.runs_by_status.iter().map(|s| view! {
                     <li>
-                        <a href=format!("/dashboard/runs?status={}", s.status) class=LINK data-status=s.status.clone()>
+                        <a href=format!("/dashboard/runs?status={}", s.status) class=LINK data-status=s.status.as_str()>
                             {format!("{}: {}", s.status, s.count)}
                         </a>
                     </li>
@@ -218,7 +219,7 @@ fn overview_view(d: OverviewData) -> AnyView {
                                 {o.pending.iter().zip(d.run_links).map(|(p, href)| view! {
                                     <tr data-run=p.run_id.clone() data-node=p.node_id.clone()>
                                         <td class=TD><a href=href class=LINK>{p.title.clone()}</a></td>
-                                        <td class=TD>{kind_label(&p.kind)}</td>
+                                        <td class=TD>{kind_label(p.kind)}</td>
                                         <td class=TD>{p.workflow_id.clone()}</td>
                                         <td class=TD><time datetime=p.created_at.clone()>{human_ms(p.age_ms)}</time></td>
                                         <td class=TD>{deadline_cell(p)}</td>
@@ -290,7 +291,7 @@ fn runs_view(d: RunsData, q: RunsQuery) -> AnyView {
                     <option value="" selected=q.status.is_none()>"Any status"</option>
                     {runs.by_status.iter().map(|s| {
                         let selected = q.status.as_deref() == Some(s.status.as_str());
-                        view! { <option value=s.status.clone() selected=selected>{format!("{} ({})", s.status, s.count)}</option> }
+                        view! { <option value=s.status.as_str() selected=selected>{format!("{} ({})", s.status, s.count)}</option> }
                     }).collect_view()}
                 </select>
             </div>
@@ -313,10 +314,10 @@ fn runs_view(d: RunsData, q: RunsQuery) -> AnyView {
                 {thead(&["Run", "Workflow", "Status", "At node", "Owner", "Started"])}
                 <tbody class="divide-y divide-slate-100">
                     {runs.items.into_iter().zip(d.run_links).map(|(r, href)| view! {
-                        <tr data-run=r.run_id.clone() data-status=r.status.clone()>
+                        <tr data-run=r.run_id.clone() data-status=r.status.as_str()>
                             <td class=TD><a href=href class=format!("{LINK} font-mono text-xs")>{r.run_id.clone()}</a></td>
                             <td class=TD>{r.workflow_id.clone()}</td>
-                            <td class=TD>{status_badge(&r.status)}</td>
+                            <td class=TD>{status_badge(r.status)}</td>
                             <td class=TD>{r.current_node_id.clone().unwrap_or_default()}</td>
                             <td class=TD>{r.owner.clone()}</td>
                             <td class=TD><time datetime=r.created_at.clone()>{r.created_at.clone()}</time></td>
@@ -361,7 +362,7 @@ fn timeline_view(d: TimelineData) -> AnyView {
             <h2 id="run-heading" class="font-mono text-base font-semibold">{run.run_id.clone()}</h2>
             <dl class="mt-3 grid grid-cols-2 gap-x-6 gap-y-2 text-sm md:grid-cols-4">
                 <div><dt class="text-slate-600">"Workflow"</dt><dd>{run.workflow_id.clone()}</dd></div>
-                <div><dt class="text-slate-600">"Status"</dt><dd id="run-status">{status_badge(&run.status)}</dd></div>
+                <div><dt class="text-slate-600">"Status"</dt><dd id="run-status">{status_badge(run.status)}</dd></div>
                 <div><dt class="text-slate-600">"Owner"</dt><dd>{run.owner.clone()}</dd></div>
                 <div><dt class="text-slate-600">"Started"</dt><dd><time datetime=run.created_at.clone()>{run.created_at.clone()}</time></dd></div>
             </dl>
@@ -386,7 +387,7 @@ fn timeline_view(d: TimelineData) -> AnyView {
                                     <tr data-principal=a.principal.clone()>
                                         <td class=TD>{format!("{} (visit {})", a.node_id, a.visit)}</td>
                                         <td class=TD>{a.principal.clone()}</td>
-                                        <td class=TD>{a.action.clone()}{(!a.counted).then_some(" (replaced)")}</td>
+                                        <td class=TD>{a.action.as_str()}{(!a.counted).then_some(" (replaced)")}</td>
                                         <td class=format!("{TD} font-mono text-xs")>{a.eligible_via.clone()}</td>
                                         <td class=TD><time datetime=a.decided_at.clone()>{a.decided_at.clone()}</time></td>
                                     </tr>
@@ -403,10 +404,10 @@ fn timeline_view(d: TimelineData) -> AnyView {
                 {t.events.into_iter().map(|e| {
                     let payload = serde_json::to_string_pretty(&e.payload).unwrap_or_default();
                     view! {
-                        <li data-type=e.event_type.clone() data-sequence=e.sequence.to_string()>
+                        <li data-type=e.event_type.as_str() data-sequence=e.sequence.to_string()>
                             <p>
                                 <span class="font-mono text-xs text-slate-500">{format!("#{} ", e.sequence)}</span>
-                                <span class="font-semibold">{e.event_type.clone()}</span>
+                                <span class="font-semibold">{e.event_type.as_str()}</span>
                                 {e.node_id.map(|n| view! { <span class="text-slate-600">{format!(" · {n}")}</span> })}
                                 <time class="ml-2 text-xs text-slate-500" datetime=e.timestamp.clone()>{e.timestamp.clone()}</time>
                             </p>
@@ -757,16 +758,16 @@ fn outbox_view(d: OutboxData, kind: Option<String>, status: Option<String>) -> A
                         {thead(&["#", "Kind", "To", "Why", "State", "Attempts", "Created", ""])}
                         <tbody class="divide-y divide-slate-100">
                             {d.rows.into_iter().map(|r| {
-                                let retry = matches!(r.status.as_str(), "failed" | "dropped");
+                                let retry = matches!(r.status, OutboxStatus::Failed | OutboxStatus::Dropped);
                                 let id = r.id;
                                 view! {
-                                    <tr data-outbox=id.to_string() data-status=r.status.clone()>
+                                    <tr data-outbox=id.to_string() data-status=r.status.as_str()>
                                         <td class=TD>{id.to_string()}</td>
-                                        <td class=TD>{r.kind.clone()}</td>
+                                        <td class=TD>{r.kind.as_str()}</td>
                                         <td class=TD>{format!("{} <{}>", r.recipient, r.address)}</td>
                                         <td class=TD>{format!("{} · {}", r.reason, r.node_id)}</td>
                                         <td class=TD>
-                                            {r.status.clone()}
+                                            {r.status.as_str()}
                                             {r.last_error.clone().map(|e| view! { <p class="text-xs text-red-800">{e}</p> })}
                                         </td>
                                         <td class=TD>{r.attempts.to_string()}</td>

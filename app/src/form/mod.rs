@@ -4,12 +4,12 @@
 //! [`default_values`]) and the Leptos components that draw a form
 //! ([`SchemaForm`]) or a payload ([`SchemaView`]).
 //!
-//! The subset drawn is the one `tollgate::schema_subset::check` accepts at
-//! registration (object, nested object, string with formats date, date-time,
-//! email and uri, number, integer, boolean, enum, `oneOf` of consts, arrays of
-//! scalars and of objects, required, bounds, pattern, default, title,
-//! description, readOnly, and `{}` as a JSON text field). A test under the
-//! `ssr` feature checks that both accept the same schemas.
+//! The subset drawn is the one `tollgate_wire::schema_subset::check` accepts
+//! at registration (object, nested object, string with formats date,
+//! date-time, email and uri, number, integer, boolean, enum, `oneOf` of
+//! consts, arrays of scalars and of objects, required, bounds, pattern,
+//! default, title, description, readOnly, and `{}` as a JSON text field); the
+//! field tree is built by that same crate, so the two cannot disagree.
 //!
 //! Forms work without JavaScript: the caller renders
 //! `<form method="post">`, [`SchemaForm`] inside it and its own submit
@@ -26,11 +26,10 @@
 //! Plain serde types only: this module compiles in every feature set.
 
 mod render;
-mod tree;
 mod values;
 
 pub use render::{field_id, SchemaForm, SchemaView};
-pub use tree::{field_tree, humanize, FieldKind, FieldNode, TextFormat};
+pub use tollgate_wire::schema_subset::{field_tree, humanize, FieldKind, FieldNode, TextFormat};
 pub use values::{
     apply_row_action, datetime_from_input, datetime_to_input, default_value, default_values, errors_for_form,
     form_to_json, handle_row_action, json_to_values, locate, option_value, pointer_to_path, row_action,

@@ -2,11 +2,11 @@
 //! inputs (working without JavaScript inside the caller's
 //! `<form method="post">`), [`SchemaView`] draws a payload read-only.
 
-use super::tree::{field_tree, humanize, FieldKind, FieldNode, TextFormat};
 use super::values::{datetime_to_input, join, option_value, row_count, FormValues, ADD_ROW, REMOVE_ROW};
 use leptos::prelude::*;
 use serde_json::Value;
 use std::collections::HashMap;
+use tollgate_wire::schema_subset::{field_tree, humanize, FieldKind, FieldNode, TextFormat};
 
 const INPUT_CLASS: &str = "block w-full rounded-md border border-slate-300 bg-white px-3 py-2 text-slate-900 shadow-sm placeholder:text-slate-400 focus:border-indigo-500 focus:outline-none focus:ring-2 focus:ring-indigo-500 read-only:bg-slate-100 disabled:bg-slate-100 aria-[invalid=true]:border-red-600 aria-[invalid=true]:ring-red-600";
 const SELECT_CLASS: &str = "block w-full rounded-md border border-slate-300 bg-white px-3 py-2 text-slate-900 shadow-sm focus:border-indigo-500 focus:outline-none focus:ring-2 focus:ring-indigo-500 disabled:bg-slate-100 aria-[invalid=true]:border-red-600 aria-[invalid=true]:ring-red-600";
@@ -617,10 +617,10 @@ mod tests {
 /// Rendering to an HTML string needs the server renderer.
 #[cfg(all(test, feature = "ssr"))]
 mod render_tests {
-    use super::super::tree::field_tree;
     use super::super::values::{default_values, json_to_values};
     use super::*;
     use serde_json::json;
+    use tollgate_wire::schema_subset::field_tree;
 
     fn vendor_tree() -> FieldNode {
         let raw: Value =

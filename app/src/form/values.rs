@@ -6,10 +6,10 @@
 //! number of rows drawn (`answers.contacts` = `2`), so a row survives even
 //! when none of its inputs submits anything (an unchecked checkbox).
 
-use super::tree::{FieldKind, FieldNode, TextFormat};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 use std::collections::{BTreeSet, HashMap};
+use tollgate_wire::schema_subset::{FieldKind, FieldNode, TextFormat};
 
 /// Field values keyed by form name, as drawn and as submitted.
 pub type FormValues = HashMap<String, String>;
@@ -677,9 +677,9 @@ fn looks_like_uri(s: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tree::field_tree;
     use super::*;
     use serde_json::json;
+    use tollgate_wire::schema_subset::field_tree;
 
     fn pairs(values: &FormValues) -> Vec<(String, String)> {
         let mut v: Vec<(String, String)> = values.iter().map(|(k, v)| (k.clone(), v.clone())).collect();

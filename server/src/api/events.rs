@@ -170,7 +170,7 @@ fn event_stream(
                 let data = serde_json::to_string(&e).unwrap_or_default();
                 let event = Event::default()
                     .id(e.sequence.to_string())
-                    .event(e.event_type.clone())
+                    .event(e.event_type.as_str())
                     .data(data);
                 return Some((Ok(event), c));
             }
@@ -182,7 +182,8 @@ fn event_stream(
                     if events.is_empty() {
                         let terminal = snapshot["status"]
                             .as_str()
-                            .is_some_and(tollgate::engine::is_terminal_status);
+                            .and_then(tollgate::RunStatus::parse)
+                            .is_some_and(tollgate::RunStatus::is_terminal);
                         if terminal {
                             return None;
                         }
@@ -276,7 +277,10 @@ pub async fn poll(
     };
     let last = events.last().map(|e| e.sequence).unwrap_or(-1);
     let status = snapshot["status"].clone();
-    let terminal = status.as_str().is_some_and(tollgate::engine::is_terminal_status);
+    let terminal = status
+        .as_str()
+        .and_then(tollgate::RunStatus::parse)
+        .is_some_and(tollgate::RunStatus::is_terminal);
     Ok(Json(json!({
         "runId": run_id,
         "events": events,

@@ -240,7 +240,7 @@ pub async fn resolve(
     };
     let measured = match &outcome.result {
         Err(e) => ResolveOutcome::Error(e.code()),
-        Ok(r) if !is_waiting(&r.status) => ResolveOutcome::Decided,
+        Ok(r) if !r.status.is_waiting() => ResolveOutcome::Decided,
         // Still waiting: decided only if the interrupt at the node is no longer pending.
         Ok(r) => match state
             .engine
@@ -257,11 +257,6 @@ pub async fn resolve(
         StatusCode::OK,
         |r| json!({ "runId": r.run_id, "nodeId": r.node_id, "status": r.status }),
     ))
-}
-
-/// A run status of a suspended run.
-pub fn is_waiting(status: &str) -> bool {
-    status.starts_with("waiting-")
 }
 
 #[derive(Deserialize, Default)]
@@ -394,9 +389,9 @@ pub async fn list_interrupts(
         ));
     }
     let filter = InterruptFilter {
-        status: q.status.map(|s| s.as_str().to_string()),
+        status: q.status.map(InterruptStatus::typed),
         workflow_id: q.workflow_id,
-        kind: q.kind.map(|k| k.as_str().to_string()),
+        kind: q.kind,
         limit,
     };
     let items = state.engine.list_interrupts(&auth.actor, &filter).await?;

@@ -354,11 +354,12 @@ pub enum InterruptStatus {
 }
 
 impl InterruptStatus {
-    pub fn as_str(self) -> &'static str {
+    /// The engine's status this documents.
+    pub fn typed(self) -> tollgate::InterruptStatus {
         match self {
-            InterruptStatus::Pending => "pending",
-            InterruptStatus::Resolved => "resolved",
-            InterruptStatus::Cancelled => "cancelled",
+            InterruptStatus::Pending => tollgate::InterruptStatus::Pending,
+            InterruptStatus::Resolved => tollgate::InterruptStatus::Resolved,
+            InterruptStatus::Cancelled => tollgate::InterruptStatus::Cancelled,
         }
     }
 }

@@ -109,7 +109,7 @@ pub async fn resolve(
     };
     let measured = match &outcome.result {
         Err(e) => ResolveOutcome::Error(e.code()),
-        Ok(r) if !super::runs::is_waiting(&r.status) => ResolveOutcome::Decided,
+        Ok(r) if !r.status.is_waiting() => ResolveOutcome::Decided,
         // Still waiting: the token still inspects a pending interrupt after a mere vote.
         Ok(_) => match state.engine.inspect_by_token(&token).await {
             Ok((view, _)) if view.status == "pending" => ResolveOutcome::VoteRecorded,
