@@ -1,111 +1,30 @@
 //! Executes runs: fires nodes, raises and resolves interrupts, routes over
-//! edges by `triggerRule`, and ends runs. Every step appends v2 events and
-//! updates the projections on the same connection, inside the caller's
-//! transaction, so a command is one atomic step.
+//! edges by `triggerRule`, and ends runs. A command loads a run's state
+//! (`store::rows`), decides on it, and says what to write as typed changes
+//! (`store::changes`), applied in the caller's transaction at `finish`, so a
+//! command is one atomic step and the rules here hold no SQL.
 
 use crate::approval::{self, ApprovalAction, Ballot, OnTimeout, Verdict};
-use crate::args;
 use crate::clock::Millis;
-use crate::contract::Contract;
 use crate::definition::{resolve_inputs, NodeBehaviour, Workflow};
 use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
 use crate::ids;
 use crate::interrupt::{reentry_key, InterruptKind};
 use crate::routing::Trigger;
-use crate::store::{fetch_rows, Dialect, Row, Val, WriteConn};
+use crate::store::changes::{self, Change, NewEvent, NewInterrupt, NodeRecord};
+use crate::store::rows::node_rows;
+pub(crate) use crate::store::rows::{
+    latest_interrupt, latest_interrupt_for_update, load_directory, load_run, load_run_for_update,
+    pending_interrupt_for_update, InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS,
+};
+use crate::store::WriteConn;
 use serde_json::{json, Map, Value};
-use sqlx::AnyConnection;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::LazyLock;
-use tollgate_wire::{EventType, InterruptStatus, NodeId, NodeStatus, RunId, RunStatus, TenantId};
+use tollgate_wire::{EventType, NodeId, NodeStatus, RunId, RunStatus, TenantId};
 
 /// Default bound on how often one node may run in one run (a runaway loop guard).
 pub const DEFAULT_RECURSION_LIMIT: i64 = 25;
-
-/// A run as stored, each column decoded once: statuses as enums, JSON
-/// columns as values (a column that is not what it should be is an error,
-/// never a silent default).
-#[derive(Debug, Clone)]
-pub(crate) struct RunRow {
-    pub run_id: RunId,
-    pub tenant: TenantId,
-    pub workflow_id: String,
-    pub workflow_digest: String,
-    pub status: RunStatus,
-    /// `RunSnapshot.owner`.
-    pub owner: Value,
-    pub current_node_id: Option<NodeId>,
-    pub error: Option<Value>,
-    pub inputs: Value,
-    pub configurable: Option<Value>,
-    pub tags: Option<Value>,
-    pub metadata: Option<Value>,
-    pub callback_url: Option<String>,
-    pub next_sequence: i64,
-    pub created_at: Millis,
-    pub completed_at: Option<Millis>,
-    /// The run's node states as JSON, when loaded together with the run.
-    pub nodes_json: Option<String>,
-}
-
-pub(crate) const RUN_COLUMNS: &str = "run_id, tenant, workflow_id, workflow_digest, status, owner, current_node_id, error, inputs, configurable, tags, metadata, callback_url, next_sequence, created_at, completed_at";
-
-impl RunRow {
-    /// Decodes a row selected with [`RUN_COLUMNS`] (and optionally `nodes_json`), from either pool.
-    pub(crate) fn from_row(row: &Row) -> Result<RunRow> {
-        Ok(RunRow {
-            run_id: row.get(0)?,
-            tenant: row.get(1)?,
-            workflow_id: row.get(2)?,
-            workflow_digest: row.get(3)?,
-            status: row.get(4)?,
-            owner: row.json(5)?,
-            current_node_id: row.get(6)?,
-            error: row.opt_json(7)?,
-            inputs: row.json(8)?,
-            configurable: row.opt_json(9)?,
-            tags: row.opt_json(10)?,
-            metadata: row.opt_json(11)?,
-            callback_url: row.get(12)?,
-            next_sequence: row.get(13)?,
-            created_at: row.get(14)?,
-            completed_at: row.get(15)?,
-            nodes_json: if row.has(16) { row.get(16)? } else { None },
-        })
-    }
-
-    pub fn is_terminal(&self) -> bool {
-        self.status.is_terminal()
-    }
-
-    /// The subject id of the run's owner (`owner.subject.subjectId`).
-    pub fn owner_subject_id(&self) -> String {
-        self.owner["subject"]["subjectId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
-    }
-
-    fn recursion_limit(&self) -> i64 {
-        self.configurable
-            .as_ref()
-            .and_then(|c| c["run"]["recursionLimit"].as_i64())
-            .filter(|&n| n > 0)
-            .unwrap_or(DEFAULT_RECURSION_LIMIT)
-    }
-}
-
-#[derive(Debug, Clone)]
-struct NodeRow {
-    node_id: NodeId,
-    status: NodeStatus,
-    visits: i64,
-    output: Option<String>,
-    pending_in: String,
-    due_at: Option<Millis>,
-    waiting: Option<RunStatus>,
-}
 
 #[derive(Debug, Clone, Default)]
 struct NodeState {
@@ -127,198 +46,13 @@ impl NodeState {
     }
 }
 
-/// An interrupt as stored, decoded once (see [`RunRow`]).
-#[derive(Debug, Clone)]
-#[allow(dead_code)] // every column is selected; not all are read yet
-pub(crate) struct InterruptRow {
-    pub interrupt_id: String,
-    pub run_id: RunId,
-    pub node_id: NodeId,
-    pub key: String,
-    pub visit: i64,
-    pub kind: InterruptKind,
-    pub status: InterruptStatus,
-    /// The `interrupt.requested` payload (`kind`, `key`, `data`, `resumeSchema`, …).
-    pub payload: Value,
-    /// The contract's JSON text: compiled (and cached by this text) where it is used.
-    pub contract: String,
-    pub request: Option<Value>,
-    /// Approval gates' rules; `None` for other kinds.
-    pub rules: Option<approval::ApprovalRules>,
-    pub workflow_id: String,
-    pub title: String,
-    pub owner_subject: String,
-    pub created_at: Millis,
-    pub deadline_at: Option<Millis>,
-    pub resolved_at: Option<Millis>,
-    pub resolution: Option<Value>,
-    /// Votes as JSON `[principal, action, superseded, is_override, resume_value]`, when loaded with the interrupt.
-    pub votes_json: Option<String>,
-}
-
-pub(crate) const INTERRUPT_COLUMNS: &str = "interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, request, eligibility, workflow_id, title, owner_subject, created_at, deadline_at, resolved_at, resolution";
-
-impl InterruptRow {
-    /// Decodes a row selected with [`INTERRUPT_COLUMNS`] (and optionally `votes_json`), from either pool.
-    pub(crate) fn from_row(row: &Row) -> Result<InterruptRow> {
-        let kind: InterruptKind = row.get(5)?;
-        let rules = match row.opt_json(10)? {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(
-                serde_json::from_value(v)
-                    .map_err(|e| EngineError::Storage(format!("interrupts.eligibility: {e}")))?,
-            ),
-        };
-        Ok(InterruptRow {
-            interrupt_id: row.get(0)?,
-            run_id: row.get(1)?,
-            node_id: row.get(2)?,
-            key: row.get(3)?,
-            visit: row.get(4)?,
-            kind,
-            status: row.get(6)?,
-            payload: row.json(7)?,
-            contract: row.get(8)?,
-            request: row.opt_json(9)?,
-            rules,
-            workflow_id: row.get(11)?,
-            title: row.get(12)?,
-            owner_subject: row.get(13)?,
-            created_at: row.get(14)?,
-            deadline_at: row.get(15)?,
-            resolved_at: row.get(16)?,
-            resolution: row.opt_json(17)?,
-            votes_json: if row.has(18) { row.get(18)? } else { None },
-        })
-    }
-
-    /// The stored contract; text that is not one is an error.
-    pub fn contract_json(&self) -> Result<Contract> {
-        serde_json::from_str(&self.contract)
-            .map_err(|e| EngineError::Storage(format!("interrupts.contract of {}: {e}", self.interrupt_id)))
-    }
-}
-
-pub(crate) async fn load_run(conn: &mut AnyConnection, run_id: &str) -> Result<Option<RunRow>> {
-    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?");
-    let sql = crate::store::any_dialect(conn).placeholders(&sql);
-    Ok(fetch_rows(sqlx::query(&sql).bind(run_id), conn, RunRow::from_row)
-        .await?
-        .pop())
-}
-
-// Statements the writer runs on every command, built once (they splice in
-// the column lists) so the hot path neither formats nor allocates SQL text.
-// Each loads related rows as one JSON column, in one round trip.
-static LOAD_RUN_FOR_UPDATE: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {RUN_COLUMNS}, (SELECT json_group_array(json_array(node_id, status, visits, output, pending_in, due_at, waiting)) \
-         FROM node_states WHERE node_states.run_id = runs.run_id) AS nodes_json FROM runs WHERE run_id = ?"
-    )
-});
-/// The run row stays locked until the command commits: commands on one run
-/// from any instance take turns, and each sees what the previous one wrote.
-static LOAD_RUN_FOR_UPDATE_PG: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {RUN_COLUMNS}, (SELECT json_agg(json_build_array(node_id, status, visits, output, pending_in, due_at, waiting))::text \
-         FROM node_states WHERE node_states.run_id = runs.run_id) AS nodes_json FROM runs WHERE run_id = $1 FOR UPDATE"
-    )
-});
-/// The newest interrupt of a node with its votes as JSON (`votes_json`).
-static LATEST_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_group_array(json_array(principal, action, superseded, is_override, json(resume_value))) FROM \
-           (SELECT v.principal, v.action, v.superseded, COALESCE(p.is_override, 0) AS is_override, v.resume_value FROM votes v \
-            LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = interrupts.interrupt_id ORDER BY v.seq)) AS votes_json \
-         FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
-    )
-});
-static LATEST_INTERRUPT_PG: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_agg(json_build_array(v.principal, v.action, v.superseded, COALESCE(p.is_override, 0), v.resume_value::json) ORDER BY v.seq)::text \
-           FROM votes v LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = interrupts.interrupt_id) AS votes_json \
-         FROM interrupts WHERE run_id = $1 AND node_id = $2 ORDER BY visit DESC LIMIT 1"
-    )
-});
-fn latest_interrupt_sql(dialect: Dialect) -> &'static str {
-    match dialect {
-        Dialect::Sqlite => &LATEST_INTERRUPT,
-        Dialect::Postgres => &LATEST_INTERRUPT_PG,
-    }
-}
-static PENDING_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
-    format!("SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ? AND status = 'pending'")
-});
-static INSERT_RUN: LazyLock<String> = LazyLock::new(|| {
-    format!("INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-});
-static INSERT_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO interrupts ({INTERRUPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)"
-    )
-});
-
-/// Most rows one multi-row INSERT carries (7 parameters each, far below
-/// SQLite's and PostgreSQL's parameter limits).
-const MAX_ROWS: usize = 64;
-
-/// `INSERT INTO events … VALUES (…), (…)` for 0..=MAX_ROWS rows, built once.
-static INSERT_EVENTS: LazyLock<Vec<String>> = LazyLock::new(|| {
-    let row = "(?, ?, ?, ?, ?, ?, ?)";
-    (0..=MAX_ROWS)
-        .map(|n| {
-            format!(
-                "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, timestamp) VALUES {}",
-                vec![row; n].join(", ")
-            )
-        })
-        .collect()
-});
-
-/// The run with its node states, in one statement (the writer's hot path),
-/// locked for this command where the back end has row locks.
-pub(crate) fn load_run_for_update(conn: &WriteConn, run_id: &str) -> Result<Option<RunRow>> {
-    let sql: &str = match conn.dialect() {
-        Dialect::Sqlite => &LOAD_RUN_FOR_UPDATE,
-        Dialect::Postgres => &LOAD_RUN_FOR_UPDATE_PG,
-    };
-    conn.query_opt(sql, args![run_id], RunRow::from_row)
-}
-
-pub(crate) async fn latest_interrupt(
-    conn: &mut AnyConnection,
-    run_id: &str,
-    node_id: &str,
-) -> Result<Option<InterruptRow>> {
-    let sql = latest_interrupt_sql(crate::store::any_dialect(conn));
-    Ok(fetch_rows(
-        sqlx::query(sql).bind(run_id).bind(node_id),
-        conn,
-        InterruptRow::from_row,
-    )
-    .await?
-    .pop())
-}
-
-/// [`latest_interrupt`] on the writer, inside a command (after the run is locked).
-pub(crate) fn latest_interrupt_for_update(
-    conn: &WriteConn,
-    run_id: &str,
-    node_id: &str,
-) -> Result<Option<InterruptRow>> {
-    conn.query_opt(
-        latest_interrupt_sql(conn.dialect()),
-        args![run_id, node_id],
-        InterruptRow::from_row,
-    )
-}
-
-/// A pending interrupt by id, on the writer.
-pub(crate) fn pending_interrupt_for_update(
-    conn: &WriteConn,
-    interrupt_id: &str,
-) -> Result<Option<InterruptRow>> {
-    conn.query_opt(&PENDING_INTERRUPT, args![interrupt_id], InterruptRow::from_row)
+/// `configurable.run.recursionLimit`, or the default.
+fn recursion_limit(run: &RunRow) -> i64 {
+    run.configurable
+        .as_ref()
+        .and_then(|c| c["run"]["recursionLimit"].as_i64())
+        .filter(|&n| n > 0)
+        .unwrap_or(DEFAULT_RECURSION_LIMIT)
 }
 
 /// What a run start needs besides the definition.
@@ -333,14 +67,6 @@ pub struct NewRun {
     pub callback_url: Option<String>,
 }
 
-/// An event this command appends, serialised once.
-struct PendingEvent {
-    sequence: i64,
-    event_type: EventType,
-    node_id: Option<NodeId>,
-    payload: String,
-}
-
 /// One command's view of one run.
 pub(crate) struct Exec<'a> {
     conn: &'a WriteConn<'a>,
@@ -352,32 +78,15 @@ pub(crate) struct Exec<'a> {
     unhandled: Option<(NodeId, Value)>,
     recursion_limit: i64,
     /// Events appended by this command, written in one statement by `finish`.
-    pending_events: Vec<PendingEvent>,
-    /// Other writes of this command, sent with the events by `finish`.
-    writes: Batch,
+    pending_events: Vec<NewEvent>,
+    /// Other writes of this command, in order, applied with the events by `finish`.
+    changes: Vec<Change>,
 }
 
 impl<'a> Exec<'a> {
     /// Loads a run's scheduler state.
     pub fn load(conn: &'a WriteConn<'a>, wf: &'a Workflow, run: RunRow, now: Millis) -> Result<Exec<'a>> {
-        let rows = match run.nodes_json.as_deref() {
-            Some(text) => parse_node_rows(text)?,
-            None => conn.query_map(
-                "SELECT node_id, status, visits, output, pending_in, due_at, waiting FROM node_states WHERE run_id = ?",
-                args![run.run_id],
-                |r| {
-                    Ok(NodeRow {
-                        node_id: r.get(0)?,
-                        status: r.get(1)?,
-                        visits: r.get(2)?,
-                        output: r.get(3)?,
-                        pending_in: r.get(4)?,
-                        due_at: r.get(5)?,
-                        waiting: r.get(6)?,
-                    })
-                },
-            )?,
-        };
+        let rows = node_rows(conn, &run)?;
         let mut nodes = HashMap::with_capacity(wf.nodes.len());
         for r in rows {
             nodes.insert(
@@ -394,7 +103,7 @@ impl<'a> Exec<'a> {
                 },
             );
         }
-        let recursion_limit = run.recursion_limit();
+        let recursion_limit = recursion_limit(&run);
         Ok(Exec {
             conn,
             wf,
@@ -405,7 +114,7 @@ impl<'a> Exec<'a> {
             unhandled: None,
             recursion_limit,
             pending_events: Vec::new(),
-            writes: Batch::default(),
+            changes: Vec::new(),
         })
     }
 
@@ -430,28 +139,7 @@ impl<'a> Exec<'a> {
             completed_at: None,
             nodes_json: None,
         };
-        conn.execute(
-            &INSERT_RUN,
-            args![
-                run.run_id,
-                run.tenant,
-                run.workflow_id,
-                run.workflow_digest,
-                run.status,
-                run.owner.to_string(),
-                run.current_node_id,
-                run.error.as_ref().map(Value::to_string),
-                run.inputs.to_string(),
-                run.configurable.as_ref().map(Value::to_string),
-                run.tags.as_ref().map(Value::to_string),
-                run.metadata.as_ref().map(Value::to_string),
-                run.callback_url,
-                run.next_sequence,
-                run.created_at,
-                run.completed_at,
-            ],
-        )?;
-        let recursion_limit = run.recursion_limit();
+        let recursion_limit = recursion_limit(&run);
         let mut exec = Exec {
             conn,
             wf,
@@ -462,8 +150,9 @@ impl<'a> Exec<'a> {
             unhandled: None,
             recursion_limit,
             pending_events: Vec::new(),
-            writes: Batch::default(),
+            changes: Vec::new(),
         };
+        exec.changes.push(Change::NewRun(Box::new(exec.run.clone())));
         let started = json!({ "workflowId": wf.id, "inputs": exec.run.inputs, "owner": exec.run.owner, "transport": "rest" });
         exec.emit(EventType::RunStarted, None, started)?;
         for root in wf.roots() {
@@ -490,7 +179,7 @@ impl<'a> Exec<'a> {
     pub fn emit(&mut self, event_type: EventType, node_id: Option<&str>, payload: Value) -> Result<i64> {
         let sequence = self.run.next_sequence;
         self.run.next_sequence += 1;
-        self.pending_events.push(PendingEvent {
+        self.pending_events.push(NewEvent {
             sequence,
             event_type,
             node_id: node_id.map(NodeId::trusted),
@@ -630,23 +319,23 @@ impl<'a> Exec<'a> {
         let contract_text = serde_json::to_string(&spec.contract.contract)?;
         let owner_subject = self.run.owner_subject_id();
         let deadline = spec.timeout_ms.map(|t| self.now + t as i64);
-        self.writes
-            .sql(&INSERT_INTERRUPT)
-            .text(&interrupt_id)
-            .text(&self.run.run_id)
-            .text(node_id)
-            .text(&key)
-            .int(visit)
-            .text(spec.kind.as_str())
-            .text(payload.to_string())
-            .text(contract_text)
-            .text(request.to_string())
-            .text(rules)
-            .text(&wf.id)
-            .text(&title)
-            .text(owner_subject)
-            .int(self.now)
-            .opt_int(deadline);
+        self.changes.push(Change::Interrupt(Box::new(NewInterrupt {
+            interrupt_id: interrupt_id.clone(),
+            run_id: self.run.run_id.clone(),
+            node_id: NodeId::trusted(node_id),
+            key: key.clone(),
+            visit,
+            kind: spec.kind,
+            payload: payload.to_string(),
+            contract: contract_text,
+            request: request.to_string(),
+            rules,
+            workflow_id: wf.id.clone(),
+            title,
+            owner_subject,
+            created_at: self.now,
+            deadline_at: deadline,
+        })));
         self.queue_notifications(spec, &data, &interrupt_id, node_id, "requested")?;
         self.emit(EventType::InterruptRequested, Some(node_id), payload)?;
         self.emit(
@@ -765,7 +454,7 @@ impl<'a> Exec<'a> {
         data: &Value,
         interrupt_id: &str,
         node_id: &str,
-        reason: &str,
+        reason: &'static str,
     ) -> Result<()> {
         let audience = data.get("audience");
         let has_refs = spec.approval.as_ref().is_some_and(|r| {
@@ -778,24 +467,23 @@ impl<'a> Exec<'a> {
         }
         let directory = load_directory(self.conn, &self.run.tenant)?;
         for p in crate::notify::recipients(spec.approval.as_ref(), audience, &directory) {
-            self.writes
-                .sql("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', ?, ?, ?, ?, ?, ?, 'pending', ?, ?)")
-                .text(reason)
-                .text(&self.run.run_id)
-                .text(node_id)
-                .text(interrupt_id)
-                .text(&p.id)
-                .opt_text(p.email.clone())
-                .int(self.now)
-                .int(self.now);
+            self.changes.push(Change::Email {
+                reason,
+                run_id: self.run.run_id.clone(),
+                node_id: NodeId::trusted(node_id),
+                interrupt_id: interrupt_id.to_string(),
+                recipient: p.id.clone(),
+                address: p.email.clone(),
+                at: self.now,
+            });
         }
         Ok(())
     }
 
-    /// Adds writes prepared before the run was loaded (a vote) to this command's batch.
-    pub fn prepend_writes(&mut self, mut writes: Batch) {
-        writes.append(std::mem::take(&mut self.writes));
-        self.writes = writes;
+    /// Puts writes decided before the run was loaded (a vote) ahead of this command's own.
+    pub fn prepend_changes(&mut self, mut earlier: Vec<Change>) {
+        earlier.append(&mut self.changes);
+        self.changes = earlier;
     }
 
     /// Resolves a pending interrupt: records the decision, resumes the node
@@ -808,11 +496,11 @@ impl<'a> Exec<'a> {
         failure: Option<Value>,
     ) -> Result<()> {
         let node_id = interrupt.node_id.as_str();
-        self.writes
-            .sql("UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ? WHERE interrupt_id = ? AND status = 'pending'")
-            .int(self.now)
-            .text(resolved.to_string())
-            .text(&interrupt.interrupt_id);
+        self.changes.push(Change::Resolve {
+            interrupt_id: interrupt.interrupt_id.clone(),
+            at: self.now,
+            resolution: resolved.to_string(),
+        });
         self.emit(EventType::InterruptResolved, Some(node_id), resolved)?;
         if let Some(rv) = &resume_value {
             self.emit(
@@ -885,10 +573,10 @@ impl<'a> Exec<'a> {
             )?;
         }
         self.queue.clear();
-        self.writes
-            .sql("UPDATE interrupts SET status = 'cancelled', resolved_at = ? WHERE run_id = ? AND status = 'pending'")
-            .int(self.now)
-            .text(&self.run.run_id);
+        self.changes.push(Change::CancelPending {
+            run_id: self.run.run_id.clone(),
+            at: self.now,
+        });
         Ok(())
     }
 
@@ -965,11 +653,12 @@ impl<'a> Exec<'a> {
 
     /// Queues one `callback` outbox row per callback event of this command
     /// (see `crate::callback`), in the command's transaction.
-    fn queue_callbacks(&self, batch: &mut Batch) -> Result<()> {
+    fn queue_callbacks(&mut self) -> Result<()> {
         let Some(url) = self.run.callback_url.as_deref() else {
             return Ok(());
         };
         let timestamp = crate::clock::rfc3339(self.now);
+        let mut callbacks = Vec::new();
         for (i, event) in self.pending_events.iter().enumerate() {
             if !crate::callback::is_callback_event(event.event_type) {
                 continue;
@@ -997,126 +686,71 @@ impl<'a> Exec<'a> {
                 timestamp: &timestamp,
                 payload: serde_json::from_str(&event.payload)?,
             });
-            batch
-                .sql("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at, body) VALUES ('callback', ?, ?, ?, ?, '', ?, 'pending', ?, ?, ?)")
-                .text(event.event_type.as_str())
-                .text(&self.run.run_id)
-                .text(event.node_id.as_deref().unwrap_or_default())
-                .text(interrupt_id.unwrap_or_default())
-                .text(url)
-                .int(self.now)
-                .int(self.now)
-                .text(body.to_string());
+            callbacks.push(Change::Callback {
+                event_type: event.event_type,
+                run_id: self.run.run_id.clone(),
+                node_id: event.node_id.clone(),
+                interrupt_id,
+                url: url.to_string(),
+                body: body.to_string(),
+                at: self.now,
+            });
         }
+        self.changes.append(&mut callbacks);
         Ok(())
     }
 
     /// Settles the run and writes the projections. Call once at the end of a command.
     pub fn finish(mut self) -> Result<RunRow> {
         self.settle()?;
-        let mut batch = std::mem::take(&mut self.writes);
-        self.queue_callbacks(&mut batch)?;
-        // One multi-row statement for the command's events: on PostgreSQL
-        // each statement is a round trip.
-        for chunk in self.pending_events.chunks(MAX_ROWS) {
-            batch.sql(&INSERT_EVENTS[chunk.len()]);
-            for event in chunk {
-                batch
-                    .text(&self.run.run_id)
-                    .int(event.sequence)
-                    .text(ids::new_opaque())
-                    .text(event.event_type.as_str())
-                    .opt_text(event.node_id.as_ref().map(String::from))
-                    .text(&event.payload)
-                    .int(self.now);
-            }
-        }
+        self.queue_callbacks()?;
+        let mut changes = std::mem::take(&mut self.changes);
+        // One multi-row statement for the command's events.
+        changes.push(Change::Events {
+            run_id: self.run.run_id.clone(),
+            events: std::mem::take(&mut self.pending_events),
+            at: self.now,
+        });
         let mut dirty: Vec<(&NodeId, &NodeState)> = self.nodes.iter().filter(|(_, s)| s.dirty).collect();
         dirty.sort_by(|a, b| a.0.cmp(b.0));
         for (node_id, st) in dirty {
-            if st.stored {
-                batch.sql("UPDATE node_states SET status = ?, visits = ?, output = ?, pending_in = ?, due_at = ?, waiting = ? WHERE run_id = ? AND node_id = ?");
-            } else {
-                batch.sql("INSERT INTO node_states (status, visits, output, pending_in, due_at, waiting, run_id, node_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-            }
-            batch
-                .text(st.status.as_str())
-                .int(st.visits)
-                .opt_text(st.output.as_ref().map(Value::to_string))
-                .text(serde_json::to_string(&st.pending_in)?)
-                .opt_int(st.due_at)
-                .opt_text(st.waiting.map(|w| w.as_str().to_string()))
-                .text(&self.run.run_id)
-                .text(node_id);
+            changes.push(Change::Node {
+                run_id: self.run.run_id.clone(),
+                node_id: node_id.clone(),
+                record: NodeRecord {
+                    status: st.status,
+                    visits: st.visits,
+                    output: st.output.as_ref().map(Value::to_string),
+                    pending_in: serde_json::to_string(&st.pending_in)?,
+                    due_at: st.due_at,
+                    waiting: st.waiting,
+                },
+                stored: st.stored,
+            });
         }
-        batch
-            .sql("UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ? WHERE run_id = ?")
-            .text(self.run.status.as_str())
-            .opt_text(self.run.current_node_id.as_ref().map(String::from))
-            .opt_text(self.run.error.as_ref().map(Value::to_string))
-            .int(self.run.next_sequence)
-            .opt_int(self.run.completed_at)
-            .text(&self.run.run_id);
-        batch.execute(self.conn)?;
+        changes.push(Change::Run {
+            run_id: self.run.run_id.clone(),
+            status: self.run.status,
+            current_node_id: self.run.current_node_id.clone(),
+            error: self.run.error.as_ref().map(Value::to_string),
+            next_sequence: self.run.next_sequence,
+            completed_at: self.run.completed_at,
+        });
+        changes::apply(self.conn, changes)?;
         Ok(self.run)
-    }
-}
-
-/// A command's writes, collected while it decides and executed in order at
-/// the end (each statement prepared once per connection).
-#[derive(Default)]
-pub(crate) struct Batch {
-    statements: Vec<(&'static str, Vec<Val>)>,
-}
-
-impl Batch {
-    fn append(&mut self, other: Batch) {
-        self.statements.extend(other.statements);
-    }
-
-    /// Starts a statement; the following `text`/`int` calls bind its `?`s in order.
-    pub fn sql(&mut self, statement: &'static str) -> &mut Self {
-        self.statements.push((statement, Vec::new()));
-        self
-    }
-    fn arg(&mut self, v: Val) -> &mut Self {
-        self.statements
-            .last_mut()
-            .expect("sql() before arguments")
-            .1
-            .push(v);
-        self
-    }
-    pub fn text(&mut self, v: impl Into<String>) -> &mut Self {
-        self.arg(Val::Text(Some(v.into())))
-    }
-    pub fn opt_text(&mut self, v: Option<String>) -> &mut Self {
-        self.arg(Val::Text(v))
-    }
-    pub fn int(&mut self, v: i64) -> &mut Self {
-        self.arg(Val::Int(Some(v)))
-    }
-    pub fn opt_int(&mut self, v: Option<i64>) -> &mut Self {
-        self.arg(Val::Int(v))
-    }
-    pub fn execute(self, conn: &WriteConn) -> Result<()> {
-        for (sql, args) in self.statements {
-            conn.execute(sql, &args)?;
-        }
-        Ok(())
     }
 }
 
 /// The result of checking a resolve against an interrupt: what to record.
 pub(crate) enum Decision {
-    /// A vote to record (the writes); the gate stays open.
-    Recorded(Batch),
+    /// A vote to record (the changes); the gate stays open.
+    Recorded(Vec<Change>),
     /// The interrupt resolves with this `interrupt.resolved` payload, after `writes` (the vote, if any).
     Resolve {
         resolved: Value,
         resume_value: Value,
         failure: Option<Value>,
-        writes: Batch,
+        writes: Vec<Change>,
     },
 }
 
@@ -1160,23 +794,23 @@ pub(crate) fn decide(
         let replaces = earlier
             .iter()
             .any(|(p, a, sup, ..)| *p == principal.id && counts(*a, *sup));
-        let mut writes = Batch::default();
+        let mut writes = Vec::new();
         if parsed.action.is_vote() && replaces {
             // One vote per principal: a later vote replaces the earlier one.
-            writes
-                .sql("UPDATE votes SET superseded = 1 WHERE interrupt_id = ? AND principal = ? AND action <> 'ask'")
-                .text(&interrupt.interrupt_id)
-                .text(&principal.id);
+            writes.push(Change::SupersedeVotes {
+                interrupt_id: interrupt.interrupt_id.clone(),
+                principal: principal.id.clone(),
+            });
         }
-        writes
-            .sql("INSERT INTO votes (interrupt_id, seq, principal, action, resume_value, eligible_via, decided_at, superseded) VALUES (?, ?, ?, ?, ?, ?, ?, 0)")
-            .text(&interrupt.interrupt_id)
-            .int(seq)
-            .text(&principal.id)
-            .text(parsed.action.as_str())
-            .text(resume_value.to_string())
-            .text(&via)
-            .int(now);
+        writes.push(Change::Vote {
+            interrupt_id: interrupt.interrupt_id.clone(),
+            seq,
+            principal: principal.id.clone(),
+            action: parsed.action,
+            resume_value: resume_value.to_string(),
+            eligible_via: via.clone(),
+            decided_at: now,
+        });
         if !parsed.action.is_vote() {
             return Ok(Decision::Recorded(writes));
         }
@@ -1308,58 +942,8 @@ pub(crate) fn decide(
         resolved,
         resume_value: resume_value.clone(),
         failure,
-        writes: Batch::default(),
+        writes: Vec::new(),
     })
-}
-
-/// The tenant's principals that have an email address.
-pub(crate) fn load_directory(conn: &WriteConn, tenant: &str) -> Result<Vec<Principal>> {
-    let rows: Vec<(String, String, Option<String>, String, String, i64)> = conn.query_map(
-        "SELECT id, name, email, groups, roles, is_override FROM principals WHERE tenant = ? AND email IS NOT NULL AND email <> '' ORDER BY id",
-        args![tenant],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
-    )?;
-    rows.into_iter()
-        .map(|(id, name, email, groups, roles, o)| {
-            crate::directory::principal_from_columns(
-                id,
-                tenant.to_string(),
-                name,
-                email,
-                &groups,
-                &roles,
-                o != 0,
-            )
-        })
-        .collect()
-}
-
-/// Node states from `load_run_for_update`'s JSON column.
-fn parse_node_rows(text: &str) -> Result<Vec<NodeRow>> {
-    type Row = (
-        NodeId,
-        NodeStatus,
-        i64,
-        Option<String>,
-        String,
-        Option<Millis>,
-        Option<RunStatus>,
-    );
-    let rows: Vec<Row> = serde_json::from_str(text)?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(node_id, status, visits, output, pending_in, due_at, waiting)| NodeRow {
-                node_id,
-                status,
-                visits,
-                output,
-                pending_in,
-                due_at,
-                waiting,
-            },
-        )
-        .collect())
 }
 
 /// The `interrupt.resolved` a passed deadline records: always a rejection for
@@ -1394,6 +978,7 @@ mod tests {
     //! The per-kind resolve rules on loaded rows: no database.
     use super::*;
     use crate::auth::Scope;
+    use tollgate_wire::InterruptStatus;
 
     const RUN: &str = "acme/run1";
 
@@ -1476,19 +1061,32 @@ mod tests {
         );
         let ann = person("ann", &["finance"]);
         let first = interrupt_row(node.clone(), json!([]));
-        assert!(matches!(
-            vote(&ann, &first, json!({"action": "accept"})).unwrap(),
-            Decision::Recorded(_)
-        ));
+        match vote(&ann, &first, json!({"action": "accept"})).unwrap() {
+            Decision::Recorded(changes) => {
+                assert_eq!(changes::votes_of(&changes), [("ann", ApprovalAction::Accept)]);
+                assert_eq!(changes.len(), 1, "nothing to replace: {changes:?}");
+            }
+            Decision::Resolve { .. } => panic!("one of two approvals does not grant"),
+        }
         // Ann again: her vote replaces her earlier one, still one of two.
         let again = interrupt_row(
             node.clone(),
             json!([["ann", "accept", 0, 0, {"action": "accept"}]]),
         );
-        assert!(matches!(
-            vote(&ann, &again, json!({"action": "accept"})).unwrap(),
-            Decision::Recorded(_)
-        ));
+        match vote(&ann, &again, json!({"action": "accept"})).unwrap() {
+            Decision::Recorded(changes) => {
+                assert!(matches!(
+                    &changes[0],
+                    Change::SupersedeVotes { principal, .. } if principal == "ann"
+                ));
+                assert_eq!(changes::votes_of(&changes), [("ann", ApprovalAction::Accept)]);
+                assert!(
+                    matches!(&changes[1], Change::Vote { seq: 1, .. }),
+                    "the next seat"
+                );
+            }
+            Decision::Resolve { .. } => panic!("one person is one vote"),
+        }
         // Bob is the second person: granted.
         let bob = person("bob", &["finance"]);
         match vote(&bob, &again, json!({"action": "accept"})).unwrap() {

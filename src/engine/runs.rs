@@ -242,7 +242,7 @@ impl Engine {
         }
         match decide(&run, &interrupt, &resume_value, actor, principal, now)? {
             Decision::Recorded(writes) => {
-                writes.execute(conn)?;
+                crate::store::changes::apply(conn, writes)?;
                 Ok(Resolved {
                     run_id: run.run_id,
                     node_id: NodeId::trusted(node_id),
@@ -257,7 +257,7 @@ impl Engine {
             } => {
                 let wf = self.workflow_version(conn, &run.workflow_digest)?;
                 let mut exec = Exec::load(conn, &wf, run, now)?;
-                exec.prepend_writes(writes);
+                exec.prepend_changes(writes);
                 exec.resolve(&interrupt, resolved, Some(resume_value), failure)?;
                 let run = exec.finish()?;
                 Ok(Resolved {

@@ -10,7 +10,9 @@
 //! its SQL once (`?` placeholders) and asks [`Tx::dialect`] for the few
 //! statements that differ. Reads go through an sqlx `Any` pool.
 
+pub(crate) mod changes;
 mod postgres;
+pub(crate) mod rows;
 pub mod sql;
 mod sqlite;
 pub mod testing;
