@@ -57,7 +57,7 @@ fn setup_with(durability: tollgate::Durability) -> Bench {
     }
 }
 
-async fn create(b: &Bench) -> String {
+async fn create(b: &Bench) -> tollgate::RunId {
     let req = CreateRun {
         workflow_id: "gate".into(),
         ..Default::default()
@@ -69,10 +69,9 @@ async fn create(b: &Bench) -> String {
         .result
         .unwrap()
         .run_id
-        .into_string()
 }
 
-async fn resolve(b: &Bench, run: &str) {
+async fn resolve(b: &Bench, run: &tollgate::RunId) {
     let r = b
         .engine
         .resolve(run, "gate", json!({"action": "accept"}), &b.actor, None)
@@ -128,7 +127,8 @@ fn engine_paths(c: &mut Criterion) {
                     runs.push(create(&b).await);
                 }
                 let t = Instant::now();
-                let chunks: Vec<Vec<String>> = runs.chunks(n.div_ceil(16)).map(|c| c.to_vec()).collect();
+                let chunks: Vec<Vec<tollgate::RunId>> =
+                    runs.chunks(n.div_ceil(16)).map(|c| c.to_vec()).collect();
                 let mut tasks = Vec::new();
                 for chunk in chunks {
                     let (engine, actor) = (b.engine.clone(), b.actor.clone());

@@ -119,7 +119,10 @@ fn inbox(c: &mut Criterion) {
         });
     }
     g.bench_function("inbox_concerns", |b| {
-        b.iter(|| rt.block_on(engine.inbox_concerns(&ann, &last_run)).unwrap())
+        b.iter(|| {
+            rt.block_on(engine.inbox_concerns(&ann, &tollgate::RunId::trusted(last_run.clone())))
+                .unwrap()
+        })
     });
     g.finish();
 }

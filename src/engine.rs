@@ -11,12 +11,11 @@ use crate::clock::{rfc3339, Clock, Millis, SystemClock};
 use crate::definition::{self, SharedWorkflow, Workflow};
 use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
-use crate::events::{EventRow, RunEvent, EVENT_LOG_SCHEMA_VERSION};
+use crate::events::{RunEvent, EVENT_LOG_SCHEMA_VERSION};
 use crate::ids;
 use crate::runtime::{
-    decide, latest_interrupt, latest_interrupt_for_update, load_run, load_run_for_update,
-    pending_interrupt_for_update, timeout_resolution, Decision, Exec, InterruptRow, NewRun, RunRow,
-    INTERRUPT_COLUMNS,
+    decide, latest_interrupt_for_update, load_run_for_update, pending_interrupt_for_update,
+    timeout_resolution, Decision, Exec, InterruptRow, NewRun, RunRow,
 };
 use crate::store::{Durability, Store, WriteConn};
 use crate::token::{Claims, Intent, KeyRing, SigningKey};

@@ -7,6 +7,7 @@ pub use tollgate_wire::ids::{
     encode_path_id, is_idempotency_key, is_node_id, is_opaque, is_tenant_bound, is_tenant_id, is_workflow_id,
     tenant_of, InvalidId,
 };
+pub use tollgate_wire::{NodeId, RunId, TenantId};
 
 /// [`is_tenant_id`] as a validation error naming `field`.
 pub fn check_tenant_id(field: &str, s: &str) -> Result<()> {
@@ -118,10 +119,10 @@ pub fn decode_path_id(segment: &str, field: &str) -> Result<String> {
 
 /// Parses a run id from a path segment and checks its grammar: a malformed
 /// segment is 400 `validation_error` naming `runId` (no lookup is made).
-pub fn parse_run_id(segment: &str) -> Result<String> {
+pub fn parse_run_id(segment: &str) -> Result<RunId> {
     let id = decode_path_id(segment, "runId")?;
     if is_tenant_bound(&id) {
-        Ok(id)
+        Ok(RunId::trusted(id))
     } else {
         Err(EngineError::validation(
             "runId",

@@ -15,8 +15,8 @@ use crate::routing::Trigger;
 use crate::store::changes::{self, Change, NewEvent, NewInterrupt, NodeRecord};
 use crate::store::rows::node_rows;
 pub(crate) use crate::store::rows::{
-    latest_interrupt, latest_interrupt_for_update, load_directory, load_run, load_run_for_update,
-    pending_interrupt_for_update, InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS,
+    latest_interrupt_for_update, load_directory, load_run_for_update, pending_interrupt_for_update,
+    InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS,
 };
 use crate::store::WriteConn;
 use serde_json::{json, Map, Value};

@@ -95,7 +95,7 @@ async fn actor(engine: &Engine, id: &str) -> Actor {
     )
 }
 
-async fn start(engine: &Engine, workflow: &str) -> String {
+async fn start(engine: &Engine, workflow: &str) -> tollgate::RunId {
     let req: CreateRun = serde_json::from_value(json!({"workflowId": workflow})).unwrap();
     engine
         .create_run(req, &actor(engine, "owner").await, None)
@@ -104,10 +104,9 @@ async fn start(engine: &Engine, workflow: &str) -> String {
         .result
         .unwrap()
         .run_id
-        .into_string()
 }
 
-async fn vote(engine: &Engine, run: &str, who: &str, action: &str) {
+async fn vote(engine: &Engine, run: &tollgate::RunId, who: &str, action: &str) {
     engine
         .resolve(
             run,

@@ -88,7 +88,7 @@ async fn actor(engine: &Engine, id: &str) -> Actor {
     )
 }
 
-async fn start(engine: &Engine, workflow: &str, mut body: Value) -> String {
+async fn start(engine: &Engine, workflow: &str, mut body: Value) -> tollgate::RunId {
     body["workflowId"] = json!(workflow);
     let req: CreateRun = serde_json::from_value(body).unwrap();
     let owner = actor(engine, "owner").await;
@@ -99,12 +99,11 @@ async fn start(engine: &Engine, workflow: &str, mut body: Value) -> String {
         .result
         .unwrap()
         .run_id
-        .into_string()
 }
 
 async fn resolve(
     engine: &Engine,
-    run: &str,
+    run: &tollgate::RunId,
     node: &str,
     who: &str,
     rv: Value,
@@ -116,11 +115,11 @@ async fn resolve(
         .and_then(|o| o.result)
 }
 
-async fn snapshot(engine: &Engine, run: &str) -> Value {
+async fn snapshot(engine: &Engine, run: &tollgate::RunId) -> Value {
     engine.snapshot(run, &actor(engine, "owner").await).await.unwrap()
 }
 
-async fn events(engine: &Engine, run: &str) -> Vec<tollgate::RunEvent> {
+async fn events(engine: &Engine, run: &tollgate::RunId) -> Vec<tollgate::RunEvent> {
     engine
         .events_after(run, &actor(engine, "owner").await, -1, 10_000)
         .await
@@ -132,7 +131,7 @@ fn types(evs: &[tollgate::RunEvent]) -> Vec<String> {
     evs.iter().map(|e| e.event_type.to_string()).collect()
 }
 
-async fn assert_projection_matches_log(engine: &Engine, run: &str) {
+async fn assert_projection_matches_log(engine: &Engine, run: &tollgate::RunId) {
     let diff = engine.verify_projection(run).await.unwrap();
     assert!(diff.is_empty(), "projection differs from the log: {diff:?}");
 }
@@ -878,7 +877,7 @@ async fn cancel_closes_interrupts_and_unknown_targets_are_not_found() {
     assert!(matches!(nf, Err(EngineError::NotFound(_))));
     let nf = resolve(
         &f.engine,
-        "acme/0123456789abcdefunknown",
+        &tollgate::RunId::trusted("acme/0123456789abcdefunknown"),
         "gate",
         "ann",
         json!({"action": "accept"}),
@@ -887,7 +886,7 @@ async fn cancel_closes_interrupts_and_unknown_targets_are_not_found() {
     assert!(matches!(nf, Err(EngineError::NotFound(_))));
     let foreign = resolve(
         &f.engine,
-        "other/0123456789abcdefunknown",
+        &tollgate::RunId::trusted("other/0123456789abcdefunknown"),
         "gate",
         "ann",
         json!({"action": "accept"}),
@@ -1088,7 +1087,7 @@ async fn token_links_follow_the_verification_ladder() {
     let ghost = ring
         .sign(&Claims {
             i: "acme/0123456789abcdefghost".into(),
-            r: run.clone(),
+            r: run.to_string(),
             n: "gate".into(),
             p: "ann".into(),
             t: Intent::Resolve,
@@ -1530,7 +1529,10 @@ async fn inbox_concerns_only_eligible_people() {
         .await
         .unwrap();
     assert!(e.inbox_concerns(&ann, &run).await.unwrap());
-    assert!(!e.inbox_concerns(&ann, "acme/no-such-run").await.unwrap());
+    assert!(!e
+        .inbox_concerns(&ann, &tollgate::RunId::trusted("acme/no-such-run"))
+        .await
+        .unwrap());
 }
 
 /// The inbox query: only what the person may decide, counted over all pages,
@@ -1910,8 +1912,7 @@ async fn tenants_one_character_apart_see_nothing_of_each_other() {
                 .unwrap()
                 .result
                 .unwrap()
-                .run_id
-                .into_string(),
+                .run_id,
         ));
     }
     for (actor, run) in &runs {

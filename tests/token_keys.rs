@@ -74,7 +74,7 @@ fn secret(kid: &str) -> String {
     format!("{kid}-secret-0123456789-0123456789-0123")
 }
 
-async fn start(f: &Fixture) -> String {
+async fn start(f: &Fixture) -> tollgate::RunId {
     let actor = tollgate::Actor::api_key(
         f.engine.principal("ann").await.unwrap().unwrap(),
         vec![Scope::RunsCreate, Scope::RunsRead, Scope::ApprovalsRespond],
@@ -87,10 +87,9 @@ async fn start(f: &Fixture) -> String {
         .result
         .unwrap()
         .run_id
-        .into_string()
 }
 
-async fn link(f: &Fixture, run: &str) -> String {
+async fn link(f: &Fixture, run: &tollgate::RunId) -> String {
     let ann = f.engine.principal("ann").await.unwrap().unwrap();
     f.engine
         .mint_token(run, "review", &ann, Intent::Inspect)

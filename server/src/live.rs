@@ -108,7 +108,11 @@ async fn next_event(mut f: Follow) -> Option<(Result<Event, Infallible>, Follow)
             _ = f.closing.changed() => return None,
         };
         match notice {
-            Ok(run_id) => match f.engine.inbox_concerns(&f.principal, &run_id).await {
+            Ok(run_id) => match f
+                .engine
+                .inbox_concerns(&f.principal, &tollgate::RunId::trusted(run_id))
+                .await
+            {
                 Ok(true) => break,
                 Ok(false) => continue,
                 Err(e) => {

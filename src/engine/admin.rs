@@ -17,7 +17,7 @@ use crate::ids::TenantRange;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use tollgate_wire::{ApprovalAction, InterruptKind, RunStatus};
+use tollgate_wire::{ApprovalAction, InterruptKind, RunId, RunStatus};
 
 pub use tollgate_wire::admin::{
     AdminOverview, ApiKeyRow, AuditRow, Bucket, DayDecisions, Directory, DirectoryEntry, Membership,
@@ -431,7 +431,7 @@ impl Engine {
     }
 
     /// A run's event log and the audit of every vote on its interrupts.
-    pub async fn run_timeline(&self, actor: &Actor, run_id: &str) -> Result<Timeline> {
+    pub async fn run_timeline(&self, actor: &Actor, run_id: &RunId) -> Result<Timeline> {
         let tenant = admin_tenant(actor)?;
         let read = &self.inner.store.read;
         let row: Option<(RunTuple, Option<String>, String)> = sqlx::query_as::<
@@ -450,7 +450,7 @@ impl Engine {
         >(&self.inner.store.q(&format!(
             "SELECT {RUN_COLUMNS}, error, tenant FROM runs WHERE run_id = ?"
         )))
-        .bind(run_id)
+        .bind(run_id.as_str())
         .fetch_optional(read)
         .await?
         .map(|(a, b, c, d, e, f, g, error, t)| ((a, b, c, d, e, f, g), error, t));
@@ -462,13 +462,13 @@ impl Engine {
             return Err(EngineError::NotFound(format!("run \"{run_id}\" not found")));
         }
         let events: Vec<(i64, String, Option<String>, Millis, String)> = sqlx::query_as(&self.inner.store.q("SELECT sequence, type, node_id, timestamp, payload FROM events WHERE run_id = ? ORDER BY sequence"))
-        .bind(run_id)
+        .bind(run_id.as_str())
         .fetch_all(read)
         .await?;
         let audit: Vec<(String, i64, String, String, String, Millis, i64)> = sqlx::query_as(&self.inner.store.q("SELECT i.node_id, i.visit, v.principal, v.action, v.eligible_via, v.decided_at, v.superseded \
              FROM votes v JOIN interrupts i ON i.interrupt_id = v.interrupt_id \
              WHERE i.run_id = ? ORDER BY v.decided_at, i.node_id, v.seq"))
-        .bind(run_id)
+        .bind(run_id.as_str())
         .fetch_all(read)
         .await?;
         Ok(Timeline {

@@ -10,24 +10,12 @@ impl Engine {
         self.inner.principals.write().expect("lock").remove(&p.id);
         let id = p.id.clone();
         let notice = self.peer_message(peers::Change::Principal(id.clone()));
-        let result = self.inner
+        let result = self
+            .inner
             .store
             .write(move |conn| {
                 peers::notify_in(conn, &notice)?;
-                conn.execute(
-                    "INSERT INTO principals (id, tenant, name, email, groups, roles, is_override) VALUES (?, ?, ?, ?, ?, ?, ?) \
-                     ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, name = excluded.name, email = excluded.email, groups = excluded.groups, roles = excluded.roles, is_override = excluded.is_override",
-                    args![
-                        p.id,
-                        p.tenant,
-                        p.name,
-                        p.email,
-                        serde_json::to_string(&p.groups)?,
-                        serde_json::to_string(&p.roles)?,
-                        p.is_override as i64
-                    ],
-                )?;
-                Ok(())
+                crate::store::directory::upsert_principal(conn, &p)
             })
             .await;
         // Drop anything cached while the write was in flight.
@@ -63,27 +51,7 @@ impl Engine {
     }
 
     pub(super) async fn load_principal(&self, id: &str) -> Result<Option<Principal>> {
-        let row: Option<(String, String, Option<String>, String, String, i64)> = sqlx::query_as(
-            &self
-                .inner
-                .store
-                .q("SELECT tenant, name, email, groups, roles, is_override FROM principals WHERE id = ?"),
-        )
-        .bind(id)
-        .fetch_optional(&self.inner.store.read)
-        .await?;
-        row.map(|(tenant, name, email, groups, roles, o)| {
-            crate::directory::principal_from_columns(
-                id.to_string(),
-                tenant,
-                name,
-                email,
-                &groups,
-                &roles,
-                o != 0,
-            )
-        })
-        .transpose()
+        self.inner.store.principal(id).await
     }
 
     /// Stores an API key (hashed) for a principal; the plain key is never stored.
@@ -102,19 +70,13 @@ impl Engine {
             ));
         }
         let hash = auth::hash_key(key);
-        let scope_text = scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ");
-        let (h, p, now) = (hash.clone(), principal.to_string(), self.now());
+        let (h, p, now, scopes) = (hash.clone(), principal.to_string(), self.now(), scopes.to_vec());
         let notice = self.peer_message(peers::Change::ApiKey(hash.clone()));
         self.inner
             .store
             .write(move |conn| {
                 peers::notify_in(conn, &notice)?;
-                conn.execute(
-                    "INSERT INTO api_keys (key_hash, principal, scopes, label, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL) \
-                     ON CONFLICT (key_hash) DO UPDATE SET principal = excluded.principal, scopes = excluded.scopes, label = excluded.label",
-                    args![h, p, scope_text, label, now],
-                )?;
-                Ok(())
+                crate::store::directory::put_api_key(conn, &h, &p, &scopes, label.as_deref(), now)
             })
             .await?;
         self.forget_api_key(&hash);
@@ -128,19 +90,7 @@ impl Engine {
 
     /// The grant of a live key, read from the database (`None` if unknown or revoked).
     pub(super) async fn load_grant(&self, hash: &str) -> Result<Option<Grant>> {
-        let row: Option<(String, String)> = sqlx::query_as(
-            &self
-                .inner
-                .store
-                .q("SELECT principal, scopes FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL"),
-        )
-        .bind(hash)
-        .fetch_optional(&self.inner.store.read)
-        .await?;
-        Ok(row.map(|(principal_id, scopes)| Grant {
-            principal_id,
-            scopes: auth::parse_scopes(&[scopes]).unwrap_or_default(),
-        }))
+        self.inner.store.grant(hash).await
     }
 
     /// Authenticates a bearer API key. Grants are cached for

@@ -10,7 +10,7 @@ use crate::error::{EngineError, Result};
 use crate::ids::TenantRange;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use tollgate_wire::{ApprovalAction, DeadlineState, InterruptKind, InterruptStatus};
+use tollgate_wire::{ApprovalAction, DeadlineState, InterruptKind, InterruptStatus, RunId};
 
 /// Items per inbox page.
 pub const INBOX_PAGE_SIZE: usize = 50;
@@ -384,7 +384,7 @@ impl Engine {
     /// interrupt, pending or past, that they may decide by the same rules as
     /// [`Engine::pending_for`]. A past one counts because resolving or
     /// cancelling it takes it out of the inbox.
-    pub async fn inbox_concerns(&self, principal: &Principal, run_id: &str) -> Result<bool> {
+    pub async fn inbox_concerns(&self, principal: &Principal, run_id: &RunId) -> Result<bool> {
         if crate::ids::tenant_of(run_id) != principal.tenant {
             return Ok(false);
         }
@@ -394,7 +394,7 @@ impl Engine {
                 .store
                 .q("SELECT kind, eligibility, owner_subject FROM interrupts WHERE run_id = ?"),
         )
-        .bind(run_id)
+        .bind(run_id.as_str())
         .fetch_all(&self.inner.store.read)
         .await?;
         if rows.is_empty() {
@@ -416,7 +416,7 @@ impl Engine {
     /// that admits them, or the reason they may not.
     pub async fn may_decide(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         node_id: &str,
         actor: &Actor,
     ) -> Result<std::result::Result<String, String>> {
@@ -435,7 +435,7 @@ impl Engine {
 
     /// The people of the run's tenant who may vote on a pending approval and
     /// have no counted vote yet.
-    pub async fn may_still_vote(&self, run_id: &str, node_id: &str, actor: &Actor) -> Result<Vec<Voter>> {
+    pub async fn may_still_vote(&self, run_id: &RunId, node_id: &str, actor: &Actor) -> Result<Vec<Voter>> {
         let view = self.inspect_interrupt(run_id, node_id, actor).await?;
         if view.status != InterruptStatus::Pending || view.kind != InterruptKind::Approval {
             return Ok(vec![]);

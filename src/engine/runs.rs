@@ -79,19 +79,20 @@ impl Engine {
         Ok(outcome)
     }
 
-    pub(super) async fn read_run(&self, run_id: &str, actor: &Actor) -> Result<RunRow> {
+    pub(super) async fn read_run(&self, run_id: &RunId, actor: &Actor) -> Result<RunRow> {
         actor.require(Scope::RunsRead)?;
         if ids::tenant_of(run_id) != actor.tenant() {
             return Err(EngineError::TenantMismatch);
         }
-        let mut conn = self.inner.store.read.acquire().await?;
-        load_run(&mut conn, run_id)
+        self.inner
+            .store
+            .run(run_id)
             .await?
             .ok_or_else(|| EngineError::NotFound(format!("no run {run_id}")))
     }
 
     /// RunSnapshot v2.
-    pub async fn snapshot(&self, run_id: &str, actor: &Actor) -> Result<Value> {
+    pub async fn snapshot(&self, run_id: &RunId, actor: &Actor) -> Result<Value> {
         let run = self.read_run(run_id, actor).await?;
         Ok(snapshot_of(&run))
     }
@@ -99,7 +100,7 @@ impl Engine {
     /// Cancels a live run; its interrupts can no longer be resolved.
     pub async fn cancel_run(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         reason: Option<String>,
         actor: &Actor,
         idem: Option<Idem>,
@@ -143,7 +144,7 @@ impl Engine {
     /// Resolves (or votes on) the pending interrupt of `node_id` in a run.
     pub async fn resolve(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         node_id: &str,
         resume_value: Value,
         actor: &Actor,
@@ -158,7 +159,7 @@ impl Engine {
     /// checked inside the same writer command as the resolve.
     pub(super) async fn resolve_visit(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         node_id: &str,
         interrupt_id: Option<String>,
         resume_value: Value,
@@ -171,7 +172,7 @@ impl Engine {
         }
         let this = self.clone();
         let (rid, nid, tenant, actor) = (
-            run_id.to_string(),
+            run_id.clone(),
             node_id.to_string(),
             actor.tenant().to_string(),
             actor.clone(),
@@ -210,7 +211,7 @@ impl Engine {
     pub(super) fn apply_resolve(
         &self,
         conn: &WriteConn,
-        run_id: &str,
+        run_id: &RunId,
         node_id: &str,
         interrupt_id: Option<&str>,
         resume_value: Value,

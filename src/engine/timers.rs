@@ -1,23 +1,18 @@
 //! Timers: passed deadlines (a timeout rejects) and due delays.
 
 use super::*;
+use crate::store::changes::Change;
 
 impl Engine {
     /// Fires every passed deadline and due delay; returns how many fired.
     /// A deadline missed while the server was down fires on the first call.
     pub async fn fire_due(&self) -> Result<usize> {
         let now = self.now();
-        let due_interrupts: Vec<(String, String, String)> = sqlx::query_as(&self.inner.store.q("SELECT interrupt_id, run_id, node_id FROM interrupts WHERE status = 'pending' AND deadline_at IS NOT NULL AND deadline_at <= ? ORDER BY deadline_at LIMIT 200"))
-        .bind(now)
-        .fetch_all(&self.inner.store.read)
-        .await?;
-        let due_delays: Vec<(String, String)> = sqlx::query_as(&self.inner.store.q("SELECT run_id, node_id FROM node_states WHERE due_at IS NOT NULL AND due_at <= ? AND status = 'waiting' ORDER BY due_at LIMIT 200"))
-        .bind(now)
-        .fetch_all(&self.inner.store.read)
-        .await?;
+        let due_interrupts = self.inner.store.due_deadlines(now).await?;
+        let due_delays = self.inner.store.due_delays(now).await?;
         let mut fired = 0;
         let mut tasks = Vec::new();
-        for (interrupt_id, run_id, _node) in due_interrupts {
+        for (interrupt_id, run_id) in due_interrupts {
             let this = self.clone();
             tasks.push(tokio::spawn(async move {
                 let rid = run_id.clone();
@@ -38,7 +33,7 @@ impl Engine {
                 let r = this
                     .inner
                     .store
-                    .write(move |conn| t.apply_delay(conn, &run_id, &node_id, now))
+                    .write(move |conn| t.apply_delay(conn, &RunId::trusted(run_id), &node_id, now))
                     .await;
                 (rid, r)
             }));
@@ -89,17 +84,19 @@ impl Engine {
         {
             let audience = interrupt.payload["data"].get("audience").cloned();
             let directory = crate::runtime::load_directory(conn, &tenant)?;
-            for p in crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory) {
-                conn.execute("INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'escalation', ?, ?, ?, ?, ?, 'pending', ?, ?)", args![
-                    interrupt.run_id,
-                    interrupt.node_id,
-                    interrupt.interrupt_id,
-                    p.id,
-                    p.email,
-                    now,
-                    now
-                ])?;
-            }
+            let mails = crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory)
+                .into_iter()
+                .map(|p| Change::Email {
+                    reason: "escalation",
+                    run_id: interrupt.run_id.clone(),
+                    node_id: interrupt.node_id.clone(),
+                    interrupt_id: interrupt.interrupt_id.clone(),
+                    recipient: p.id.clone(),
+                    address: p.email.clone(),
+                    at: now,
+                })
+                .collect();
+            crate::store::changes::apply(conn, mails)?;
         }
         Ok(true)
     }
@@ -107,7 +104,7 @@ impl Engine {
     pub(super) fn apply_delay(
         &self,
         conn: &WriteConn,
-        run_id: &str,
+        run_id: &RunId,
         node_id: &str,
         now: Millis,
     ) -> Result<bool> {

@@ -23,19 +23,20 @@ impl Engine {
     /// after the configured lifetime, and never after the interrupt's deadline.
     pub async fn mint_token(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         node_id: &str,
         recipient: &Principal,
         intent: Intent,
     ) -> Result<(String, Millis)> {
-        let mut conn = self.inner.store.read.acquire().await?;
-        let interrupt = latest_interrupt(&mut conn, run_id, node_id)
+        let interrupt = self
+            .inner
+            .store
+            .latest_interrupt(run_id, node_id)
             .await?
             .filter(|i| i.status == InterruptStatus::Pending)
             .ok_or_else(|| {
                 EngineError::NotFound(format!("no pending interrupt on \"{node_id}\" in run {run_id}"))
             })?;
-        drop(conn);
         self.sign_for(&interrupt, recipient, intent)
     }
 
@@ -47,14 +48,11 @@ impl Engine {
         recipient: &Principal,
         intent: Intent,
     ) -> Result<(String, Millis)> {
-        let sql = format!(
-            "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ? AND status = 'pending'"
-        );
-        let sql = self.inner.store.q(&sql);
-        let query = sqlx::query(&sql).bind(interrupt_id);
-        let interrupt = crate::store::fetch_rows(query, &self.inner.store.read, InterruptRow::from_row)
+        let interrupt = self
+            .inner
+            .store
+            .interrupt(interrupt_id, true)
             .await?
-            .pop()
             .ok_or_else(|| EngineError::NotFound(format!("no pending interrupt {interrupt_id}")))?;
         self.sign_for(&interrupt, recipient, intent)
     }
@@ -67,7 +65,7 @@ impl Engine {
     pub async fn link_for(
         &self,
         actor: &Actor,
-        run_id: &str,
+        run_id: &RunId,
         node_id: &str,
         requested: Option<Intent>,
     ) -> Result<Option<(String, Millis, Intent)>> {
@@ -126,27 +124,17 @@ impl Engine {
     /// 404 (unknown interrupt), 409 (resolved, run ended, or revoked).
     pub(super) async fn check_token(&self, token: &str) -> Result<(Claims, InterruptRow)> {
         let claims = self.verify_token(token)?;
-        let mut conn = self.inner.store.read.acquire().await?;
-        let sql = format!("SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ?");
-        let sql = self.inner.store.q(&sql);
-        let interrupt = crate::store::fetch_rows(
-            sqlx::query(&sql).bind(&claims.i),
-            &mut *conn,
-            InterruptRow::from_row,
-        )
-        .await?
-        .pop()
-        .filter(|i| i.run_id.as_str() == claims.r && i.node_id.as_str() == claims.n)
-        .ok_or_else(|| EngineError::NotFound("no such interrupt".into()))?;
-        let revoked: Option<i64> =
-            sqlx::query_scalar(&self.inner.store.q("SELECT 1 FROM revoked_tokens WHERE jti = ?"))
-                .bind(&claims.j)
-                .fetch_optional(&mut *conn)
-                .await?;
-        if revoked.is_some() {
+        let store = &self.inner.store;
+        let interrupt = store
+            .interrupt(&claims.i, false)
+            .await?
+            .filter(|i| i.run_id.as_str() == claims.r && i.node_id.as_str() == claims.n)
+            .ok_or_else(|| EngineError::NotFound("no such interrupt".into()))?;
+        if store.token_revoked(&claims.j).await? {
             return Err(EngineError::AlreadyResolved("this link was revoked".into()));
         }
-        let run = load_run(&mut conn, &claims.r)
+        let run = store
+            .run(&claims.r)
             .await?
             .ok_or_else(|| EngineError::NotFound("no such run".into()))?;
         if interrupt.status != InterruptStatus::Pending || run.is_terminal() {
@@ -191,8 +179,9 @@ impl Engine {
         }
         // Eligibility and quorum are checked at decision time in the writer,
         // against the very interrupt the link was minted for.
+        // The claims passed their MAC: the run id is the one the link was minted for.
         self.resolve_visit(
-            &claims.r,
+            &RunId::trusted(claims.r.clone()),
             &claims.n,
             Some(claims.i.clone()),
             resume_value,
@@ -218,29 +207,14 @@ impl Engine {
     /// they sign in, or receive links) does; any other principal (a service)
     /// only while it has a live API key with `approvals:respond` or `admin`.
     pub async fn holds_respond(&self, principal_id: &str) -> Result<bool> {
-        let person: Option<i64> = sqlx::query_scalar(&self.inner.store.q(
-            "SELECT CASE WHEN password_hash IS NOT NULL OR COALESCE(email, '') <> '' THEN 1 ELSE 0 END FROM principals WHERE id = ?",
-        ))
-        .bind(principal_id)
-        .fetch_optional(&self.inner.store.read)
-        .await?;
-        match person {
+        match self.inner.store.is_person(principal_id).await? {
             None => return Ok(false),
-            Some(0) => {}
-            Some(_) => return Ok(true),
+            Some(true) => return Ok(true),
+            Some(false) => {}
         }
-        let keys: Vec<String> = sqlx::query_scalar(
-            &self
-                .inner
-                .store
-                .q("SELECT scopes FROM api_keys WHERE principal = ? AND revoked_at IS NULL"),
-        )
-        .bind(principal_id)
-        .fetch_all(&self.inner.store.read)
-        .await?;
-        Ok(keys.into_iter().any(|scopes| {
-            auth::parse_scopes(&[scopes])
-                .unwrap_or_default()
+        let keys = self.inner.store.live_key_scopes(principal_id).await?;
+        Ok(keys.iter().any(|scopes| {
+            scopes
                 .iter()
                 .any(|s| matches!(s, Scope::ApprovalsRespond | Scope::Admin))
         }))
@@ -252,13 +226,7 @@ impl Engine {
         let now = self.now();
         self.inner
             .store
-            .write(move |conn| {
-                conn.execute(
-                    "INSERT INTO revoked_tokens (jti, revoked_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                    args![claims.j, now],
-                )?;
-                Ok(())
-            })
+            .write(move |conn| crate::store::directory::revoke_token(conn, &claims.j, now))
             .await
     }
 }

@@ -8,7 +8,7 @@ impl Engine {
     /// Also returns the run's snapshot as of the read.
     pub async fn events_after(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         actor: &Actor,
         after: i64,
         limit: i64,
@@ -18,20 +18,14 @@ impl Engine {
         Ok((events, snapshot_of(&run)))
     }
 
-    pub(super) async fn read_events(&self, run_id: &str, after: i64, limit: i64) -> Result<Vec<RunEvent>> {
-        let rows = sqlx::query_as::<_, EventRow>(&self.inner.store.q("SELECT run_id, sequence, event_id, type, node_id, payload, timestamp FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"))
-        .bind(run_id)
-        .bind(after)
-        .bind(limit)
-        .fetch_all(&self.inner.store.read)
-        .await?;
-        rows.into_iter().map(EventRow::into_event).collect()
+    pub(super) async fn read_events(&self, run_id: &RunId, after: i64, limit: i64) -> Result<Vec<RunEvent>> {
+        self.inner.store.events(run_id, after, limit).await
     }
 
     /// Long poll: waits up to `timeout` for events after `after`.
     pub async fn poll_events(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         actor: &Actor,
         after: i64,
         timeout: std::time::Duration,
@@ -51,7 +45,7 @@ impl Engine {
             loop {
                 match tokio::time::timeout_at(deadline, notices.recv()).await {
                     Err(_) => return Ok((vec![], snapshot)),
-                    Ok(Ok(id)) if id == run_id => break,
+                    Ok(Ok(id)) if id == run_id.as_str() => break,
                     Ok(Ok(_)) => continue,
                     Ok(Err(broadcast::error::RecvError::Lagged(_))) => break,
                     Ok(Err(broadcast::error::RecvError::Closed)) => return Ok((vec![], snapshot)),
@@ -63,43 +57,38 @@ impl Engine {
     /// The latest interrupt raised at `node_id` in a run, with its contract and votes.
     pub async fn inspect_interrupt(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         node_id: &str,
         actor: &Actor,
     ) -> Result<InterruptView> {
         self.read_run(run_id, actor).await?;
-        let mut conn = self.inner.store.read.acquire().await?;
-        let row = latest_interrupt(&mut conn, run_id, node_id)
+        let row = self
+            .inner
+            .store
+            .latest_interrupt(run_id, node_id)
             .await?
             .ok_or_else(|| {
                 EngineError::NotFound(format!("no interrupt on node \"{node_id}\" in run {run_id}"))
             })?;
-        drop(conn);
         self.interrupt_view(row).await
     }
 
     pub(super) async fn interrupt_view(&self, row: InterruptRow) -> Result<InterruptView> {
-        let votes: Vec<(String, String, String, Millis, i64, String)> = sqlx::query_as(&self.inner.store.q("SELECT principal, action, eligible_via, decided_at, superseded, resume_value FROM votes WHERE interrupt_id = ? ORDER BY seq"))
-        .bind(&row.interrupt_id)
-        .fetch_all(&self.inner.store.read)
-        .await?;
-        let votes: Vec<VoteView> = votes
+        let votes: Vec<VoteView> = self
+            .inner
+            .store
+            .votes(&row.interrupt_id)
+            .await?
             .into_iter()
-            .map(|(principal, action, eligible_via, at, superseded, rv)| {
-                let action: ApprovalAction = action
-                    .parse()
-                    .map_err(|e| EngineError::Storage(format!("votes.action: {e}")))?;
-                Ok(VoteView {
-                    counted: superseded == 0 && action.is_vote(),
-                    principal,
-                    action,
-                    eligible_via,
-                    decided_at: rfc3339(at),
-                    resume_value: serde_json::from_str(&rv)
-                        .map_err(|e| EngineError::Storage(format!("votes.resume_value: {e}")))?,
-                })
+            .map(|v| VoteView {
+                counted: !v.superseded && v.action.is_vote(),
+                principal: v.principal,
+                action: v.action,
+                eligible_via: v.eligible_via,
+                decided_at: rfc3339(v.decided_at),
+                resume_value: v.resume_value,
             })
-            .collect::<Result<_>>()?;
+            .collect();
         let payload = row.payload.clone();
         let quorum = row.rules.as_ref().map(|r| {
             // Counted as the tally counts: approvals of the same data; rejects and refines.
@@ -164,27 +153,14 @@ impl Engine {
         } else {
             filter.limit.min(500)
         };
-        let tenant = ids::TenantRange::of(actor.tenant());
-        let sql = format!(
-            "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE {} \
-             AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?) AND (? IS NULL OR kind = ?) \
-             ORDER BY created_at DESC LIMIT ?",
-            ids::TenantRange::sql("run_id")
-        );
-        let sql = self.inner.store.q(&sql);
-        let status = filter.status.map(InterruptStatus::as_str);
-        let kind = filter.kind.map(InterruptKind::as_str);
-        let query = sqlx::query(&sql)
-            .bind(&tenant.from)
-            .bind(&tenant.to)
-            .bind(status)
-            .bind(status)
-            .bind(&filter.workflow_id)
-            .bind(&filter.workflow_id)
-            .bind(kind)
-            .bind(kind)
-            .bind(limit);
-        let rows = crate::store::fetch_rows(query, &self.inner.store.read, InterruptRow::from_row).await?;
+        let query = crate::store::reads::InterruptQuery {
+            tenant: actor.tenant(),
+            status: filter.status,
+            workflow_id: filter.workflow_id.as_deref(),
+            kind: filter.kind,
+            limit,
+        };
+        let rows = self.inner.store.interrupts(&query).await?;
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
             out.push(self.interrupt_view(r).await?);
@@ -194,24 +170,11 @@ impl Engine {
 
     /// Whether the database answers (the health check: cheap at any size).
     pub async fn ping(&self) -> Result<()> {
-        let one: i64 = sqlx::query_scalar("SELECT 1")
-            .fetch_one(&self.inner.store.read)
-            .await?;
-        if one == 1 {
-            Ok(())
-        } else {
-            Err(EngineError::Storage(
-                "the database answered SELECT 1 wrongly".into(),
-            ))
-        }
+        self.inner.store.ping().await
     }
 
     pub async fn overview(&self) -> Result<Overview> {
-        let (runs, pending): (i64, i64) = sqlx::query_as(&self.inner.store.q(
-            "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM interrupts WHERE status = 'pending')",
-        ))
-        .fetch_one(&self.inner.store.read)
-        .await?;
+        let (runs, pending) = self.inner.store.totals().await?;
         Ok(Overview {
             workflows: self.inner.current.read().expect("lock").len() as i64,
             runs,
@@ -221,39 +184,16 @@ impl Engine {
 
     /// Rebuilds a run's projection from its event log alone and compares it
     /// with the stored projection; returns the differences (empty when equal).
-    pub async fn verify_projection(&self, run_id: &str) -> Result<Vec<String>> {
+    pub async fn verify_projection(&self, run_id: &RunId) -> Result<Vec<String>> {
         let events = self.read_events(run_id, -1, i64::MAX).await?;
         let folded = crate::projection::fold(&events);
-        let mut conn = self.inner.store.read.acquire().await?;
-        let run = load_run(&mut conn, run_id)
+        let run = self
+            .inner
+            .store
+            .run(run_id)
             .await?
-            .ok_or_else(|| EngineError::NotFound(run_id.into()))?;
-        let nodes: Vec<(String, String, i64)> = sqlx::query_as(
-            &self
-                .inner
-                .store
-                .q("SELECT node_id, status, visits FROM node_states WHERE run_id = ? ORDER BY node_id"),
-        )
-        .bind(run_id)
-        .fetch_all(&mut *conn)
-        .await?;
-        let interrupts: Vec<(String, String)> = sqlx::query_as(
-            &self
-                .inner
-                .store
-                .q("SELECT interrupt_id, status FROM interrupts WHERE run_id = ? ORDER BY interrupt_id"),
-        )
-        .bind(run_id)
-        .fetch_all(&mut *conn)
-        .await?;
-        let nodes = nodes
-            .into_iter()
-            .map(|(node, status, visits)| Ok((node, status.parse()?, visits)))
-            .collect::<Result<Vec<_>>>()?;
-        let interrupts = interrupts
-            .into_iter()
-            .map(|(id, status)| Ok((id, status.parse()?)))
-            .collect::<Result<Vec<_>>>()?;
+            .ok_or_else(|| EngineError::NotFound(run_id.to_string()))?;
+        let (nodes, interrupts) = self.inner.store.projection(run_id).await?;
         Ok(folded.diff(&run, &nodes, &interrupts))
     }
 }

@@ -11,7 +11,9 @@
 //! statements that differ. Reads go through an sqlx `Any` pool.
 
 pub(crate) mod changes;
+pub(crate) mod directory;
 mod postgres;
+pub(crate) mod reads;
 pub(crate) mod rows;
 pub mod sql;
 mod sqlite;

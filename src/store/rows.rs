@@ -10,9 +10,8 @@ use crate::contract::Contract;
 use crate::directory::Principal;
 use crate::error::{EngineError, Result};
 use crate::interrupt::InterruptKind;
-use crate::store::{fetch_rows, Dialect, Row, WriteConn};
+use crate::store::{Dialect, Row, WriteConn};
 use serde_json::Value;
-use sqlx::AnyConnection;
 use std::sync::LazyLock;
 use tollgate_wire::{InterruptStatus, NodeId, NodeStatus, RunId, RunStatus, TenantId};
 
@@ -165,14 +164,6 @@ impl InterruptRow {
     }
 }
 
-pub(crate) async fn load_run(conn: &mut AnyConnection, run_id: &str) -> Result<Option<RunRow>> {
-    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?");
-    let sql = crate::store::any_dialect(conn).placeholders(&sql);
-    Ok(fetch_rows(sqlx::query(&sql).bind(run_id), conn, RunRow::from_row)
-        .await?
-        .pop())
-}
-
 // Statements the writer runs on every command, built once (they splice in
 // the column lists) so the hot path neither formats nor allocates SQL text.
 // Each loads related rows as one JSON column, in one round trip.
@@ -206,7 +197,7 @@ static LATEST_INTERRUPT_PG: LazyLock<String> = LazyLock::new(|| {
          FROM interrupts WHERE run_id = $1 AND node_id = $2 ORDER BY visit DESC LIMIT 1"
     )
 });
-fn latest_interrupt_sql(dialect: Dialect) -> &'static str {
+pub(crate) fn latest_interrupt_sql(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::Sqlite => &LATEST_INTERRUPT,
         Dialect::Postgres => &LATEST_INTERRUPT_PG,
@@ -225,22 +216,7 @@ pub(crate) fn load_run_for_update(conn: &WriteConn, run_id: &str) -> Result<Opti
     conn.query_opt(sql, args![run_id], RunRow::from_row)
 }
 
-pub(crate) async fn latest_interrupt(
-    conn: &mut AnyConnection,
-    run_id: &str,
-    node_id: &str,
-) -> Result<Option<InterruptRow>> {
-    let sql = latest_interrupt_sql(crate::store::any_dialect(conn));
-    Ok(fetch_rows(
-        sqlx::query(sql).bind(run_id).bind(node_id),
-        conn,
-        InterruptRow::from_row,
-    )
-    .await?
-    .pop())
-}
-
-/// [`latest_interrupt`] on the writer, inside a command (after the run is locked).
+/// `Store::latest_interrupt` on the writer, inside a command (after the run is locked).
 pub(crate) fn latest_interrupt_for_update(
     conn: &WriteConn,
     run_id: &str,

@@ -134,7 +134,7 @@ fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<i64>> {
 struct Cursor {
     engine: Engine,
     actor: Actor,
-    run_id: String,
+    run_id: tollgate::RunId,
     after: i64,
     buffer: VecDeque<RunEvent>,
     notices: broadcast::Receiver<String>,
@@ -146,7 +146,7 @@ struct Cursor {
 fn event_stream(
     engine: Engine,
     actor: Actor,
-    run_id: String,
+    run_id: tollgate::RunId,
     after: i64,
     notices: broadcast::Receiver<String>,
 ) -> impl Stream<Item = Result<Event, Infallible>> {

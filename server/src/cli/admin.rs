@@ -279,7 +279,8 @@ pub(super) async fn mint_token(
         .principal(&principal)
         .await?
         .ok_or_else(|| anyhow!("--principal: unknown principal {principal:?}"))?;
-    let run_id = tollgate::ids::decode_path_id(&run_id, "--run")?;
+    let run_id = tollgate::RunId::parse(tollgate::ids::decode_path_id(&run_id, "--run")?)
+        .map_err(|e| anyhow!("--run: {e}"))?;
     let (token, expires) = engine
         .mint_token(
             &run_id,

@@ -1,0 +1,116 @@
+//! The directory's statements: principals, API keys (by digest), revoked
+//! token ids. Stored scopes and group lists are decoded here once, with an
+//! error naming the column; nothing falls back to "no scopes".
+
+use super::{Store, WriteConn};
+use crate::args;
+use crate::auth::{self, Grant, Scope};
+use crate::clock::Millis;
+use crate::directory::{principal_from_columns, Principal};
+use crate::error::{EngineError, Result};
+
+fn stored_scopes(column: &str, text: String) -> Result<Vec<Scope>> {
+    auth::parse_scopes(&[text]).map_err(|e| EngineError::Storage(format!("{column}: {e}")))
+}
+
+/// Creates or replaces a principal.
+pub(crate) fn upsert_principal(conn: &WriteConn, p: &Principal) -> Result<()> {
+    conn.execute(
+        "INSERT INTO principals (id, tenant, name, email, groups, roles, is_override) VALUES (?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, name = excluded.name, email = excluded.email, groups = excluded.groups, roles = excluded.roles, is_override = excluded.is_override",
+        args![
+            p.id,
+            p.tenant,
+            p.name,
+            p.email,
+            serde_json::to_string(&p.groups)?,
+            serde_json::to_string(&p.roles)?,
+            p.is_override as i64
+        ],
+    )?;
+    Ok(())
+}
+
+/// Stores a key's digest with its grant; a revoked key stays revoked.
+pub(crate) fn put_api_key(
+    conn: &WriteConn,
+    hash: &str,
+    principal: &str,
+    scopes: &[Scope],
+    label: Option<&str>,
+    now: Millis,
+) -> Result<()> {
+    let scope_text = scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ");
+    conn.execute(
+        "INSERT INTO api_keys (key_hash, principal, scopes, label, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL) \
+         ON CONFLICT (key_hash) DO UPDATE SET principal = excluded.principal, scopes = excluded.scopes, label = excluded.label",
+        args![hash, principal, scope_text, label, now],
+    )?;
+    Ok(())
+}
+
+/// Puts a token id on the revocation list (again is a no-op).
+pub(crate) fn revoke_token(conn: &WriteConn, jti: &str, now: Millis) -> Result<()> {
+    conn.execute(
+        "INSERT INTO revoked_tokens (jti, revoked_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+        args![jti, now],
+    )?;
+    Ok(())
+}
+
+impl Store {
+    pub(crate) async fn principal(&self, id: &str) -> Result<Option<Principal>> {
+        let row: Option<(String, String, Option<String>, String, String, i64)> = sqlx::query_as(
+            &self.q("SELECT tenant, name, email, groups, roles, is_override FROM principals WHERE id = ?"),
+        )
+        .bind(id)
+        .fetch_optional(&self.read)
+        .await?;
+        row.map(|(tenant, name, email, groups, roles, o)| {
+            principal_from_columns(id.to_string(), tenant, name, email, &groups, &roles, o != 0)
+        })
+        .transpose()
+    }
+
+    /// The grant of a live key (`None` if unknown or revoked).
+    pub(crate) async fn grant(&self, hash: &str) -> Result<Option<Grant>> {
+        let row: Option<(String, String)> = sqlx::query_as(
+            &self.q("SELECT principal, scopes FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL"),
+        )
+        .bind(hash)
+        .fetch_optional(&self.read)
+        .await?;
+        row.map(|(principal_id, scopes)| {
+            Ok(Grant {
+                scopes: stored_scopes("api_keys.scopes", scopes)?,
+                principal_id,
+            })
+        })
+        .transpose()
+    }
+
+    /// Whether the principal is a person (has a console password or an
+    /// email address); `None` when there is no such principal.
+    pub(crate) async fn is_person(&self, id: &str) -> Result<Option<bool>> {
+        let person: Option<i64> = sqlx::query_scalar(&self.q(
+            "SELECT CASE WHEN password_hash IS NOT NULL OR COALESCE(email, '') <> '' THEN 1 ELSE 0 END FROM principals WHERE id = ?",
+        ))
+        .bind(id)
+        .fetch_optional(&self.read)
+        .await?;
+        Ok(person.map(|p| p != 0))
+    }
+
+    /// The scopes of each of the principal's live keys.
+    pub(crate) async fn live_key_scopes(&self, principal: &str) -> Result<Vec<Vec<Scope>>> {
+        let keys: Vec<String> = sqlx::query_scalar(
+            &self.q("SELECT scopes FROM api_keys WHERE principal = ? AND revoked_at IS NULL"),
+        )
+        .bind(principal)
+        .fetch_all(&self.read)
+        .await?;
+        keys.into_iter()
+            .map(|k| stored_scopes("api_keys.scopes", k))
+            .collect()
+    }
+}

@@ -1,0 +1,218 @@
+//! Reads of runs, interrupts, votes and events on the read pool, decoded by
+//! the same decoders the writer's rows go through (`store::rows`).
+
+use super::rows::{InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS};
+use super::{fetch_rows, Store};
+use crate::clock::Millis;
+use crate::error::{EngineError, Result};
+use crate::events::{EventRow, RunEvent};
+use crate::ids::TenantRange;
+use serde_json::Value;
+use tollgate_wire::{ApprovalAction, InterruptKind, InterruptStatus, NodeStatus};
+
+/// One vote (or `ask`) on an interrupt, in the order they were cast.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredVote {
+    pub principal: String,
+    pub action: ApprovalAction,
+    pub eligible_via: String,
+    pub decided_at: Millis,
+    /// A later vote of the same person replaced it.
+    pub superseded: bool,
+    pub resume_value: Value,
+}
+
+/// Which interrupts of a tenant a listing wants.
+pub(crate) struct InterruptQuery<'a> {
+    pub tenant: &'a str,
+    pub status: Option<InterruptStatus>,
+    pub workflow_id: Option<&'a str>,
+    pub kind: Option<InterruptKind>,
+    pub limit: i64,
+}
+
+impl Store {
+    pub(crate) async fn run(&self, run_id: &str) -> Result<Option<RunRow>> {
+        let sql = self
+            .q(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?"))
+            .into_owned();
+        Ok(
+            fetch_rows(sqlx::query(&sql).bind(run_id), &self.read, RunRow::from_row)
+                .await?
+                .pop(),
+        )
+    }
+
+    /// The newest interrupt raised at a node, with its votes.
+    pub(crate) async fn latest_interrupt(&self, run_id: &str, node_id: &str) -> Result<Option<InterruptRow>> {
+        let sql = super::rows::latest_interrupt_sql(self.dialect());
+        let query = sqlx::query(sql).bind(run_id).bind(node_id);
+        Ok(fetch_rows(query, &self.read, InterruptRow::from_row).await?.pop())
+    }
+
+    /// An interrupt by id; with `pending_only`, only while it is pending.
+    pub(crate) async fn interrupt(
+        &self,
+        interrupt_id: &str,
+        pending_only: bool,
+    ) -> Result<Option<InterruptRow>> {
+        let status = if pending_only {
+            " AND status = 'pending'"
+        } else {
+            ""
+        };
+        let sql = self
+            .q(&format!(
+                "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ?{status}"
+            ))
+            .into_owned();
+        Ok(fetch_rows(
+            sqlx::query(&sql).bind(interrupt_id),
+            &self.read,
+            InterruptRow::from_row,
+        )
+        .await?
+        .pop())
+    }
+
+    /// A tenant's interrupts, newest first.
+    pub(crate) async fn interrupts(&self, q: &InterruptQuery<'_>) -> Result<Vec<InterruptRow>> {
+        let tenant = TenantRange::of(q.tenant);
+        let sql = self
+            .q(&format!(
+                "SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE {} \
+                 AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?) AND (? IS NULL OR kind = ?) \
+                 ORDER BY created_at DESC LIMIT ?",
+                TenantRange::sql("run_id")
+            ))
+            .into_owned();
+        let status = q.status.map(InterruptStatus::as_str);
+        let kind = q.kind.map(InterruptKind::as_str);
+        let query = sqlx::query(&sql)
+            .bind(&tenant.from)
+            .bind(&tenant.to)
+            .bind(status)
+            .bind(status)
+            .bind(q.workflow_id)
+            .bind(q.workflow_id)
+            .bind(kind)
+            .bind(kind)
+            .bind(q.limit);
+        fetch_rows(query, &self.read, InterruptRow::from_row).await
+    }
+
+    /// The votes on an interrupt, in the order they were cast.
+    pub(crate) async fn votes(&self, interrupt_id: &str) -> Result<Vec<StoredVote>> {
+        let rows: Vec<(String, String, String, Millis, i64, String)> = sqlx::query_as(&self.q(
+            "SELECT principal, action, eligible_via, decided_at, superseded, resume_value FROM votes WHERE interrupt_id = ? ORDER BY seq",
+        ))
+        .bind(interrupt_id)
+        .fetch_all(&self.read)
+        .await?;
+        rows.into_iter()
+            .map(|(principal, action, eligible_via, decided_at, superseded, rv)| {
+                Ok(StoredVote {
+                    action: action.parse()?,
+                    resume_value: serde_json::from_str(&rv)
+                        .map_err(|e| EngineError::Storage(format!("votes.resume_value: {e}")))?,
+                    principal,
+                    eligible_via,
+                    decided_at,
+                    superseded: superseded != 0,
+                })
+            })
+            .collect()
+    }
+
+    /// A run's events after `after`, in sequence order.
+    pub(crate) async fn events(&self, run_id: &str, after: i64, limit: i64) -> Result<Vec<RunEvent>> {
+        let rows = sqlx::query_as::<_, EventRow>(&self.q(
+            "SELECT run_id, sequence, event_id, type, node_id, payload, timestamp FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+        ))
+        .bind(run_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.read)
+        .await?;
+        rows.into_iter().map(EventRow::into_event).collect()
+    }
+
+    /// The stored node and interrupt statuses of a run (to compare with its log).
+    #[allow(clippy::type_complexity)]
+    pub(crate) async fn projection(
+        &self,
+        run_id: &str,
+    ) -> Result<(Vec<(String, NodeStatus, i64)>, Vec<(String, InterruptStatus)>)> {
+        let nodes: Vec<(String, String, i64)> = sqlx::query_as(
+            &self.q("SELECT node_id, status, visits FROM node_states WHERE run_id = ? ORDER BY node_id"),
+        )
+        .bind(run_id)
+        .fetch_all(&self.read)
+        .await?;
+        let interrupts: Vec<(String, String)> = sqlx::query_as(
+            &self.q("SELECT interrupt_id, status FROM interrupts WHERE run_id = ? ORDER BY interrupt_id"),
+        )
+        .bind(run_id)
+        .fetch_all(&self.read)
+        .await?;
+        let nodes = nodes
+            .into_iter()
+            .map(|(node, status, visits)| Ok((node, status.parse()?, visits)))
+            .collect::<Result<_>>()?;
+        let interrupts = interrupts
+            .into_iter()
+            .map(|(id, status)| Ok((id, status.parse()?)))
+            .collect::<Result<_>>()?;
+        Ok((nodes, interrupts))
+    }
+
+    /// Pending interrupts whose deadline has passed, soonest first: (interrupt, run).
+    pub(crate) async fn due_deadlines(&self, now: Millis) -> Result<Vec<(String, String)>> {
+        Ok(sqlx::query_as(&self.q(
+            "SELECT interrupt_id, run_id FROM interrupts WHERE status = 'pending' AND deadline_at IS NOT NULL AND deadline_at <= ? ORDER BY deadline_at LIMIT 200",
+        ))
+        .bind(now)
+        .fetch_all(&self.read)
+        .await?)
+    }
+
+    /// `core.delay` nodes whose timer is due: (run, node).
+    pub(crate) async fn due_delays(&self, now: Millis) -> Result<Vec<(String, String)>> {
+        Ok(sqlx::query_as(&self.q(
+            "SELECT run_id, node_id FROM node_states WHERE due_at IS NOT NULL AND due_at <= ? AND status = 'waiting' ORDER BY due_at LIMIT 200",
+        ))
+        .bind(now)
+        .fetch_all(&self.read)
+        .await?)
+    }
+
+    /// Whether a token id is on the revocation list.
+    pub(crate) async fn token_revoked(&self, jti: &str) -> Result<bool> {
+        let revoked: Option<i64> = sqlx::query_scalar(&self.q("SELECT 1 FROM revoked_tokens WHERE jti = ?"))
+            .bind(jti)
+            .fetch_optional(&self.read)
+            .await?;
+        Ok(revoked.is_some())
+    }
+
+    /// Runs, and pending interrupts, over the whole instance.
+    pub(crate) async fn totals(&self) -> Result<(i64, i64)> {
+        Ok(sqlx::query_as(&self.q(
+            "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM interrupts WHERE status = 'pending')",
+        ))
+        .fetch_one(&self.read)
+        .await?)
+    }
+
+    /// Whether the database answers (cheap at any size).
+    pub(crate) async fn ping(&self) -> Result<()> {
+        let one: i64 = sqlx::query_scalar("SELECT 1").fetch_one(&self.read).await?;
+        if one == 1 {
+            Ok(())
+        } else {
+            Err(EngineError::Storage(
+                "the database answered SELECT 1 wrongly".into(),
+            ))
+        }
+    }
+}
