@@ -5,7 +5,6 @@
 //! `tokens`, `views` (reads), `idempotency`, and the admin, inbox, outbox,
 //! sign-in, token-key and peer modules.
 
-use crate::args;
 use crate::auth::{self, Grant, Scope};
 use crate::clock::{rfc3339, Clock, Millis, SystemClock};
 use crate::definition::{self, SharedWorkflow, Workflow};

@@ -1383,11 +1383,21 @@ async fn callbacks_are_queued_with_the_interrupt_and_the_run_end_in_the_same_ste
         }
     }
     assert_eq!(f.engine.overview().await.unwrap().runs, 0);
-    assert!(f.engine.outbox_due_of("callback", 10).await.unwrap().is_empty());
+    assert!(f
+        .engine
+        .outbox_due_of(tollgate::wire::OutboxKind::Callback, 10)
+        .await
+        .unwrap()
+        .is_empty());
 
     // A run without callbackUrl queues no callback.
     start(&f.engine, "conformance-approval", json!({})).await;
-    assert!(f.engine.outbox_due_of("callback", 10).await.unwrap().is_empty());
+    assert!(f
+        .engine
+        .outbox_due_of(tollgate::wire::OutboxKind::Callback, 10)
+        .await
+        .unwrap()
+        .is_empty());
 
     // interrupt.requested: one row, committed with the event.
     let run = f
@@ -1398,7 +1408,11 @@ async fn callbacks_are_queued_with_the_interrupt_and_the_run_end_in_the_same_ste
         .result
         .unwrap()
         .run_id;
-    let due = f.engine.outbox_due_of("callback", 10).await.unwrap();
+    let due = f
+        .engine
+        .outbox_due_of(tollgate::wire::OutboxKind::Callback, 10)
+        .await
+        .unwrap();
     assert_eq!(due.len(), 1);
     assert!(f.engine.outbox_due(10).await.unwrap().is_empty(), "not an email");
     let row = &due[0];

@@ -181,7 +181,10 @@ pub async fn run(engine: Engine, config: Arc<Config>) {
     let batch = (tollgate::engine::outbox::OUTBOX_LEASE_MS / (config.callbacks.timeout_ms.max(1) as i64 * 2))
         .clamp(1, 20);
     loop {
-        match engine.outbox_due_of("callback", batch).await {
+        match engine
+            .outbox_due_of(tollgate::wire::OutboxKind::Callback, batch)
+            .await
+        {
             Ok(items) => {
                 let full = items.len() as i64 == batch;
                 for item in items {

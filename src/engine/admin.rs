@@ -7,13 +7,11 @@
 
 use super::inbox::deadline_state;
 use super::Engine;
-use crate::args;
 use crate::auth;
 use crate::auth::Scope;
 use crate::clock::{rfc3339, Millis};
 use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
-use crate::ids::TenantRange;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -149,37 +147,7 @@ fn opt_time(ms: Option<Millis>) -> Option<String> {
     ms.map(rfc3339)
 }
 
-// Rows as sqlx reads them.
-type PendingTuple = (
-    String,
-    String,
-    String,
-    String,
-    String,
-    Millis,
-    Option<Millis>,
-    i64,
-);
-type ResolvedTuple = (Millis, String, Option<String>, Option<String>, Option<String>);
-type PrincipalTuple = (
-    String,
-    String,
-    Option<String>,
-    String,
-    String,
-    i64,
-    Option<String>,
-);
-type ApiKeyTuple = (String, String, String, Option<String>, Millis, Option<Millis>);
-type RunTuple = (
-    String,
-    String,
-    String,
-    Option<String>,
-    String,
-    Millis,
-    Option<Millis>,
-);
+use crate::store::admin::{RunQuery, RunTuple};
 
 fn run_row(
     (run_id, workflow_id, status, current_node_id, owner, created, completed): RunTuple,
@@ -200,19 +168,10 @@ fn run_row(
     })
 }
 
-const RUN_COLUMNS: &str = "run_id, workflow_id, status, current_node_id, owner, created_at, completed_at";
-
 impl Engine {
     /// Every tenant with a principal (for offline listings).
     pub async fn tenants(&self) -> Result<Vec<String>> {
-        Ok(sqlx::query_scalar(
-            &self
-                .inner
-                .store
-                .q("SELECT DISTINCT tenant FROM principals ORDER BY tenant"),
-        )
-        .fetch_all(&self.inner.store.read)
-        .await?)
+        self.inner.store.tenants().await
     }
 
     // ----- overview and charts ------------------------------------------------------
@@ -221,52 +180,22 @@ impl Engine {
     pub async fn admin_overview(&self, actor: &Actor, days: usize) -> Result<AdminOverview> {
         let tenant = admin_tenant(actor)?;
         let now = self.now();
-        let read = &self.inner.store.read;
+        let store = &self.inner.store;
         let runs_by_status = self.runs_by_status(tenant).await?;
-        // Counted in SQLite: a tenant may have thousands pending.
-        let range = TenantRange::of(tenant);
-        let buckets: Vec<(i64, i64)> = sqlx::query_as(&self.inner.store.q(&format!(
-            "SELECT CASE WHEN ?1 - created_at < ?2 THEN 0 WHEN ?1 - created_at < ?3 THEN 1 \
-             WHEN ?1 - created_at < ?4 THEN 2 WHEN ?1 - created_at < ?5 THEN 3 ELSE 4 END AS bucket, COUNT(*) \
-             FROM interrupts WHERE status = 'pending' AND {} GROUP BY bucket",
-            TenantRange::sql_numbered("run_id", 6)
-        )))
-        .bind(now)
-        .bind(AGE_BUCKETS[0].0)
-        .bind(AGE_BUCKETS[1].0)
-        .bind(AGE_BUCKETS[2].0)
-        .bind(AGE_BUCKETS[3].0)
-        .bind(&range.from)
-        .bind(&range.to)
-        .fetch_all(read)
-        .await?;
+        // Counted in the database: a tenant may have thousands pending.
+        let bounds = [
+            AGE_BUCKETS[0].0,
+            AGE_BUCKETS[1].0,
+            AGE_BUCKETS[2].0,
+            AGE_BUCKETS[3].0,
+        ];
+        let buckets = store.pending_by_age(tenant, now, bounds).await?;
         let mut age_counts = [0i64; AGE_BUCKETS.len()];
         for (bucket, count) in buckets {
             age_counts[bucket as usize] = count;
         }
-        let overdue: i64 = sqlx::query_scalar(&self.inner.store.q(&format!(
-            "SELECT COUNT(*) FROM interrupts WHERE status = 'pending' AND {} \
-             AND deadline_at IS NOT NULL AND deadline_at <= ?",
-            TenantRange::sql("run_id")
-        )))
-        .bind(&range.from)
-        .bind(&range.to)
-        .bind(now)
-        .fetch_one(read)
-        .await?;
-        // Overdue first, then the nearest deadline, then the oldest without one.
-        let pending_rows: Vec<PendingTuple> = sqlx::query_as(&self.inner.store.q(&format!(
-            "SELECT i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.created_at, i.deadline_at, \
-                 (SELECT COUNT(*) FROM votes v WHERE v.interrupt_id = i.interrupt_id AND v.superseded = 0) \
-                 FROM interrupts i WHERE i.status = 'pending' AND {} \
-                 ORDER BY i.deadline_at IS NULL, i.deadline_at, i.created_at LIMIT ?",
-            TenantRange::sql("i.run_id")
-        )))
-        .bind(&range.from)
-        .bind(&range.to)
-        .bind(OVERVIEW_PENDING)
-        .fetch_all(read)
-        .await?;
+        let overdue = store.overdue_count(tenant, now).await?;
+        let pending_rows = store.most_urgent(tenant, OVERVIEW_PENDING).await?;
         let pending: Vec<PendingRow> = pending_rows
             .into_iter()
             .map(
@@ -287,14 +216,7 @@ impl Engine {
                 },
             )
             .collect::<Result<_>>()?;
-        let outbox_backlog: i64 = sqlx::query_scalar(&self.inner.store.q(&format!(
-            "SELECT COUNT(*) FROM outbox WHERE status = 'pending' AND {}",
-            TenantRange::sql("run_id")
-        )))
-        .bind(&range.from)
-        .bind(&range.to)
-        .fetch_one(read)
-        .await?;
+        let outbox_backlog = store.outbox_backlog_of(tenant).await?;
         Ok(AdminOverview {
             runs_by_status,
             pending_total: age_counts.iter().sum(),
@@ -314,15 +236,7 @@ impl Engine {
     }
 
     async fn runs_by_status(&self, tenant: &str) -> Result<Vec<StatusCount>> {
-        let counts: Vec<(String, i64)> = sqlx::query_as(
-            &self
-                .inner
-                .store
-                .q("SELECT status, COUNT(*) FROM runs WHERE tenant = ? GROUP BY status"),
-        )
-        .bind(tenant)
-        .fetch_all(&self.inner.store.read)
-        .await?;
+        let counts = self.inner.store.run_status_counts(tenant).await?;
         // Every status, in the order the dashboard lists them; a stored
         // status this build does not know is an error, not a hidden row.
         let mut out: Vec<StatusCount> = RunStatus::ALL
@@ -343,21 +257,7 @@ impl Engine {
         let days = days.clamp(1, 366);
         let today = self.now().div_euclid(DAY);
         let first = today - (days as Millis - 1);
-        let range = TenantRange::of(tenant);
-        let dialect = self.inner.store.dialect();
-        let rows: Vec<ResolvedTuple> = sqlx::query_as(&self.inner.store.q(&format!(
-            "SELECT resolved_at, kind, {}, {}, {} \
-             FROM interrupts WHERE status = 'resolved' AND resolved_at >= ? AND {}",
-            dialect.json_text("resolution", "decision"),
-            dialect.json_text("resolution", "reason"),
-            dialect.json_text("resolution", "action"),
-            TenantRange::sql("run_id")
-        )))
-        .bind(first * DAY)
-        .bind(&range.from)
-        .bind(&range.to)
-        .fetch_all(&self.inner.store.read)
-        .await?;
+        let rows = self.inner.store.resolved_since(tenant, first * DAY).await?;
         let mut by_day: Vec<DayDecisions> = (first..=today)
             .map(|d| DayDecisions {
                 day: rfc3339(d * DAY)[..10].to_string(),
@@ -388,38 +288,17 @@ impl Engine {
     /// Runs of `tenant`, newest first, filtered and cut into pages.
     pub async fn admin_runs(&self, actor: &Actor, filter: &RunFilter) -> Result<RunPage> {
         let tenant = admin_tenant(actor)?;
-        let read = &self.inner.store.read;
+        let store = &self.inner.store;
         let page = filter.page.max(1);
-        let total: i64 = sqlx::query_scalar(&self.inner.store.q("SELECT COUNT(*) FROM runs WHERE tenant = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?)"))
-        .bind(tenant)
-        .bind(filter.status.map(RunStatus::as_str))
-        .bind(filter.status.map(RunStatus::as_str))
-        .bind(&filter.workflow_id)
-        .bind(&filter.workflow_id)
-        .fetch_one(read)
-        .await?;
-        let rows: Vec<RunTuple> = sqlx::query_as(&self.inner.store.q(&format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE tenant = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?) \
-             ORDER BY created_at DESC, run_id LIMIT ? OFFSET ?"
-        )))
-        .bind(tenant)
-        .bind(filter.status.map(RunStatus::as_str))
-        .bind(filter.status.map(RunStatus::as_str))
-        .bind(&filter.workflow_id)
-        .bind(&filter.workflow_id)
-        .bind(RUNS_PAGE_SIZE as i64)
-        .bind(((page - 1) * RUNS_PAGE_SIZE) as i64)
-        .fetch_all(read)
-        .await?;
-        let workflows: Vec<String> = sqlx::query_scalar(
-            &self
-                .inner
-                .store
-                .q("SELECT DISTINCT workflow_id FROM runs WHERE tenant = ? ORDER BY workflow_id"),
-        )
-        .bind(tenant)
-        .fetch_all(read)
-        .await?;
+        let query = RunQuery {
+            tenant,
+            status: filter.status,
+            workflow_id: filter.workflow_id.as_deref(),
+            limit: RUNS_PAGE_SIZE as i64,
+            offset: ((page - 1) * RUNS_PAGE_SIZE) as i64,
+        };
+        let (total, rows) = store.run_page(&query).await?;
+        let workflows = store.run_workflows(tenant).await?;
         Ok(RunPage {
             items: rows.into_iter().map(run_row).collect::<Result<_>>()?,
             total: total as usize,
@@ -433,27 +312,8 @@ impl Engine {
     /// A run's event log and the audit of every vote on its interrupts.
     pub async fn run_timeline(&self, actor: &Actor, run_id: &RunId) -> Result<Timeline> {
         let tenant = admin_tenant(actor)?;
-        let read = &self.inner.store.read;
-        let row: Option<(RunTuple, Option<String>, String)> = sqlx::query_as::<
-            _,
-            (
-                String,
-                String,
-                String,
-                Option<String>,
-                String,
-                Millis,
-                Option<Millis>,
-                Option<String>,
-                String,
-            ),
-        >(&self.inner.store.q(&format!(
-            "SELECT {RUN_COLUMNS}, error, tenant FROM runs WHERE run_id = ?"
-        )))
-        .bind(run_id.as_str())
-        .fetch_optional(read)
-        .await?
-        .map(|(a, b, c, d, e, f, g, error, t)| ((a, b, c, d, e, f, g), error, t));
+        let store = &self.inner.store;
+        let row = store.timeline_run(run_id).await?;
         let Some((run, error, run_tenant)) = row else {
             return Err(EngineError::NotFound(format!("run \"{run_id}\" not found")));
         };
@@ -461,16 +321,8 @@ impl Engine {
             // Another tenant's run does not exist for this admin.
             return Err(EngineError::NotFound(format!("run \"{run_id}\" not found")));
         }
-        let events: Vec<(i64, String, Option<String>, Millis, String)> = sqlx::query_as(&self.inner.store.q("SELECT sequence, type, node_id, timestamp, payload FROM events WHERE run_id = ? ORDER BY sequence"))
-        .bind(run_id.as_str())
-        .fetch_all(read)
-        .await?;
-        let audit: Vec<(String, i64, String, String, String, Millis, i64)> = sqlx::query_as(&self.inner.store.q("SELECT i.node_id, i.visit, v.principal, v.action, v.eligible_via, v.decided_at, v.superseded \
-             FROM votes v JOIN interrupts i ON i.interrupt_id = v.interrupt_id \
-             WHERE i.run_id = ? ORDER BY v.decided_at, i.node_id, v.seq"))
-        .bind(run_id.as_str())
-        .fetch_all(read)
-        .await?;
+        let events = store.event_rows(run_id).await?;
+        let audit = store.audit(run_id).await?;
         Ok(Timeline {
             run: run_row(run)?,
             error: error
@@ -517,10 +369,7 @@ impl Engine {
     /// Everyone in `tenant`, with the groups and roles they make up.
     pub async fn directory(&self, actor: &Actor) -> Result<Directory> {
         let tenant = admin_tenant(actor)?;
-        let rows: Vec<PrincipalTuple> = sqlx::query_as(&self.inner.store.q("SELECT id, name, email, groups, roles, is_override, password_hash FROM principals WHERE tenant = ? ORDER BY id"))
-        .bind(tenant)
-        .fetch_all(&self.inner.store.read)
-        .await?;
+        let rows = self.inner.store.tenant_principals(tenant).await?;
         let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut roles: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let people: Vec<DirectoryEntry> = rows
@@ -672,14 +521,7 @@ impl Engine {
     /// The API keys of `tenant`'s principals: the instance operator's view
     /// (the CLI on the database), for any tenant.
     pub async fn operator_api_keys(&self, tenant: &str) -> Result<Vec<ApiKeyRow>> {
-        let rows: Vec<ApiKeyTuple> = sqlx::query_as(&self.inner.store.q(
-            "SELECT k.key_hash, k.principal, k.scopes, k.label, k.created_at, k.revoked_at \
-             FROM api_keys k JOIN principals p ON p.id = k.principal WHERE p.tenant = ? \
-             ORDER BY k.revoked_at IS NOT NULL, k.created_at DESC",
-        ))
-        .bind(tenant)
-        .fetch_all(&self.inner.store.read)
-        .await?;
+        let rows = self.inner.store.tenant_api_keys(tenant).await?;
         Ok(rows
             .into_iter()
             .map(|(hash, principal, scopes, label, created, revoked)| ApiKeyRow {
@@ -736,14 +578,7 @@ impl Engine {
                 "a key id is at least 8 hex characters of the key's digest",
             ));
         }
-        let matches: Vec<(String, String)> = sqlx::query_as(&self.inner.store.q(
-            "SELECT k.key_hash, p.tenant FROM api_keys k JOIN principals p ON p.id = k.principal \
-             WHERE substr(k.key_hash, 1, CAST(? AS INTEGER)) = ?",
-        ))
-        .bind(id.len() as i64)
-        .bind(&id)
-        .fetch_all(&self.inner.store.read)
-        .await?;
+        let matches = self.inner.store.keys_by_prefix(&id).await?;
         let matches: Vec<String> = matches
             .into_iter()
             .filter(|(_, t)| tenant.is_none_or(|want| want == t))
@@ -765,21 +600,11 @@ impl Engine {
             .store
             .write(move |conn| {
                 super::peers::notify_in(conn, &notice)?;
-                conn.execute(
-                    "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE key_hash = ?",
-                    args![now, h],
-                )?;
-                Ok(())
+                crate::store::admin::revoke_key(conn, &h, now)
             })
             .await?;
         self.forget_api_key(&hash);
-        let row: (String, String, Option<String>, Millis, Option<Millis>) =
-            sqlx::query_as(&self.inner.store.q(
-                "SELECT principal, scopes, label, created_at, revoked_at FROM api_keys WHERE key_hash = ?",
-            ))
-            .bind(&hash)
-            .fetch_one(&self.inner.store.read)
-            .await?;
+        let row = self.inner.store.api_key(&hash).await?;
         Ok(ApiKeyRow {
             id: hash[..KEY_ID_LEN].to_string(),
             principal: row.0,

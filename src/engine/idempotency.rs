@@ -1,6 +1,7 @@
 //! Idempotency-Key: one stored outcome per key, operation and body.
 
 use super::*;
+use crate::store::idempotency as store;
 
 /// An Idempotency-Key bound to one operation and request body.
 #[derive(Debug, Clone)]
@@ -46,19 +47,10 @@ where
             replayed: false,
         });
     };
-    if conn.dialect() == crate::store::Dialect::Postgres {
-        // Two instances given the same key at once: the second waits here for
-        // the first to commit, then replays its record.
-        conn.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(? || '/' || ? || '/' || ?, 0))",
-            args![tenant, idem.operation, idem.key],
-        )?;
-    }
-    let stored: Option<(String, String)> = conn.query_opt(
-        "SELECT digest, outcome FROM idempotency WHERE tenant = ? AND operation = ? AND key = ?",
-        args![tenant, idem.operation, idem.key],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+    // Two instances given the same key at once: the second waits here for
+    // the first to commit, then replays its record.
+    store::lock_key(conn, tenant, &idem.operation, &idem.key)?;
+    let stored = store::record(conn, tenant, &idem.operation, &idem.key)?;
     if let Some((digest, outcome)) = stored {
         if digest != idem.digest {
             return Ok(Outcome {
@@ -84,16 +76,14 @@ where
     };
     if keep {
         let stored: std::result::Result<&T, &EngineError> = result.as_ref();
-        conn.execute(
-            "INSERT INTO idempotency (tenant, operation, key, digest, outcome, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            args![
-                tenant,
-                idem.operation,
-                idem.key,
-                idem.digest,
-                serde_json::to_string(&stored)?,
-                crate::clock::SystemClock.now_ms()
-            ],
+        store::keep(
+            conn,
+            tenant,
+            &idem.operation,
+            &idem.key,
+            &idem.digest,
+            &serde_json::to_string(&stored)?,
+            crate::clock::SystemClock.now_ms(),
         )?;
     }
     Ok(Outcome {

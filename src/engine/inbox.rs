@@ -7,7 +7,7 @@ use crate::approval::{agreeing_approvals, approved_data, ApprovalRules, Ballot};
 use crate::clock::{rfc3339, Millis};
 use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
-use crate::ids::TenantRange;
+use crate::store::inbox::{Admitted, PageQuery};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use tollgate_wire::{ApprovalAction, DeadlineState, InterruptKind, InterruptStatus, RunId};
@@ -100,27 +100,6 @@ pub struct Voter {
     pub eligible_via: String,
 }
 
-#[derive(sqlx::FromRow)]
-struct PendingRow {
-    interrupt_id: String,
-    run_id: String,
-    node_id: String,
-    #[sqlx(try_from = "String")]
-    kind: InterruptKind,
-    title: String,
-    workflow_id: String,
-    eligibility: String,
-    created_at: Millis,
-    deadline_at: Option<Millis>,
-}
-
-#[derive(sqlx::FromRow)]
-struct PendingRowVia {
-    #[sqlx(flatten)]
-    row: PendingRow,
-    via: String,
-}
-
 /// Whether `principal` may decide an interrupt of `kind` with these stored
 /// rules; `holds_respond` as for [`ApprovalRules::eligibility`].
 fn eligible(
@@ -156,15 +135,6 @@ pub(super) fn deadline_state(deadline: Option<Millis>, now: Millis) -> DeadlineS
 }
 
 impl Engine {
-    /// SQLite's planner is told which index serves the inbox (see
-    /// docs/performance.md); PostgreSQL's chooses by statistics.
-    fn inbox_index_hint(&self) -> &'static str {
-        match self.inner.store.dialect() {
-            crate::store::Dialect::Sqlite => "INDEXED BY interrupts_inbox",
-            crate::store::Dialect::Postgres => "",
-        }
-    }
-
     /// `overdue`, `soon`, `ok` or `none` for an RFC 3339 deadline, as the inbox marks it.
     pub fn deadline_state(&self, deadline: Option<&str>) -> DeadlineState {
         let ms = deadline
@@ -189,111 +159,57 @@ impl Engine {
             .principal(&principal.id)
             .await?
             .unwrap_or_else(|| principal.clone());
-        let TenantRange { from, to } = TenantRange::of(&principal.tenant);
-        let groups: Vec<(String, String, String, i64, String, i64)> = sqlx::query_as(&self.inner.store.q(&format!(
-            "SELECT kind, eligibility, workflow_id, CASE WHEN owner_subject = ? THEN 1 ELSE 0 END AS mine, MIN(owner_subject), COUNT(*) \
-             FROM interrupts {} WHERE status = 'pending' AND {} \
-             GROUP BY kind, eligibility, workflow_id, mine",
-            self.inbox_index_hint(),
-            TenantRange::sql("run_id")
-        )))
-        .bind(&principal.id)
-        .bind(&from)
-        .bind(&to)
-        .fetch_all(&self.inner.store.read)
-        .await?;
+        let store = &self.inner.store;
+        let groups = store.inbox_groups(&principal.tenant, &principal.id).await?;
         let mut workflows = Vec::new();
         let mut kinds = Vec::new();
         // (kind, eligibility, workflow, mine, via) of the groups that admit this person and match the filter.
         let mut admitted = Vec::new();
         let mut total = 0usize;
-        for (kind, rules, workflow_id, mine, owner, count) in groups {
-            let parsed: InterruptKind = kind.parse()?;
+        for g in groups {
+            let parsed: InterruptKind = g.kind.parse()?;
             // The inbox is a signed-in person's: people hold approvals:respond.
-            let Ok(via) = eligible(parsed, &rules, &owner, &principal, true) else {
+            let Ok(via) = eligible(parsed, &g.eligibility, &g.owner, &principal, true) else {
                 continue;
             };
-            if !workflows.contains(&workflow_id) {
-                workflows.push(workflow_id.clone());
+            if !workflows.contains(&g.workflow_id) {
+                workflows.push(g.workflow_id.clone());
             }
             if !kinds.contains(&parsed) {
                 kinds.push(parsed);
             }
             if filter.kind.is_some_and(|k| k != parsed)
-                || filter.workflow_id.as_ref().is_some_and(|w| *w != workflow_id)
+                || filter.workflow_id.as_ref().is_some_and(|w| *w != g.workflow_id)
             {
                 continue;
             }
-            total += count as usize;
-            admitted.push((kind, rules, workflow_id, mine, via));
+            total += g.count as usize;
+            admitted.push(Admitted {
+                kind: g.kind,
+                eligibility: g.eligibility,
+                workflow_id: g.workflow_id,
+                mine: g.mine,
+                via,
+            });
         }
         workflows.sort();
         kinds.sort_by_key(|k| k.as_str());
 
-        let mut rows: Vec<(PendingRow, String)> = Vec::new();
-        if !admitted.is_empty() {
-            let values = vec!["(?, ?, ?, ?, ?)"; admitted.len()].join(", ");
-            let overdue = if filter.overdue {
-                " AND i.deadline_at <= ?"
-            } else {
-                ""
-            };
-            let order = match filter.sort {
-                InboxSort::Newest => "i.created_at DESC, i.interrupt_id",
-                InboxSort::Oldest => "i.created_at ASC, i.interrupt_id",
-                InboxSort::Deadline => {
-                    "i.deadline_at IS NULL, i.deadline_at ASC, i.created_at ASC, i.interrupt_id"
-                }
-            };
-            // CROSS JOIN keeps `interrupts` the outer loop: the newest/oldest
-            // page walks the covering index (migration 0005) in created_at
-            // order and stops after the page.
-            let from_where = format!(
-                "FROM interrupts i {} {} ok ON i.kind = ok.kind AND i.eligibility = ok.eligibility \
-                 AND i.workflow_id = ok.workflow_id AND CASE WHEN i.owner_subject = ? THEN 1 ELSE 0 END = ok.mine \
-                 WHERE i.status = 'pending' AND {}{overdue}",
-                self.inbox_index_hint(),
-                match self.inner.store.dialect() {
-                    crate::store::Dialect::Sqlite => "CROSS JOIN",
-                    crate::store::Dialect::Postgres => "JOIN",
-                },
-                TenantRange::sql("i.run_id")
-            );
-            let with = format!("WITH ok(kind, eligibility, workflow_id, mine, via) AS (VALUES {values}) ");
-            if filter.overdue {
-                let sql = format!("{with}SELECT COUNT(*) {from_where}");
-                let sql = self.inner.store.q(&sql);
-                let mut q = sqlx::query_scalar::<_, i64>(&sql);
-                for (k, e, w, m, v) in &admitted {
-                    q = q.bind(k).bind(e).bind(w).bind(m).bind(v);
-                }
-                q = q.bind(&principal.id).bind(&from).bind(&to).bind(now);
-                total = q.fetch_one(&self.inner.store.read).await? as usize;
-            }
-            let page = filter.page.clamp(1, total.div_ceil(INBOX_PAGE_SIZE).max(1));
-            let sql = format!(
-                "{with}SELECT i.interrupt_id, i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.eligibility, \
-                 i.created_at, i.deadline_at, ok.via {from_where} ORDER BY {order} LIMIT ? OFFSET ?"
-            );
-            let sql = self.inner.store.q(&sql);
-            let mut q = sqlx::query_as::<_, PendingRowVia>(&sql);
-            for (k, e, w, m, v) in &admitted {
-                q = q.bind(k).bind(e).bind(w).bind(m).bind(v);
-            }
-            q = q.bind(&principal.id).bind(&from).bind(&to);
-            if filter.overdue {
-                q = q.bind(now);
-            }
-            q = q
-                .bind(INBOX_PAGE_SIZE as i64)
-                .bind(((page - 1) * INBOX_PAGE_SIZE) as i64);
-            rows = q
-                .fetch_all(&self.inner.store.read)
-                .await?
-                .into_iter()
-                .map(|r| (r.row, r.via))
-                .collect();
+        if filter.overdue {
+            total = store
+                .inbox_overdue(&admitted, &principal.tenant, &principal.id, now)
+                .await? as usize;
         }
+        let page = filter.page.clamp(1, total.div_ceil(INBOX_PAGE_SIZE).max(1));
+        let query = PageQuery {
+            tenant: &principal.tenant,
+            me: &principal.id,
+            overdue_at: filter.overdue.then_some(now),
+            sort: filter.sort,
+            limit: INBOX_PAGE_SIZE as i64,
+            offset: ((page - 1) * INBOX_PAGE_SIZE) as i64,
+        };
+        let rows = store.inbox_page(&admitted, &query).await?;
         let pages = total.div_ceil(INBOX_PAGE_SIZE).max(1);
         let page = filter.page.clamp(1, pages);
         let slice = rows;
@@ -305,37 +221,13 @@ impl Engine {
             .map(|(r, _)| r.interrupt_id.as_str())
             .collect();
         let mut votes: HashMap<String, Vec<Ballot>> = HashMap::new();
-        if !approval_ids.is_empty() {
-            let marks = vec!["?"; approval_ids.len()].join(", ");
-            let sql = format!(
-                "SELECT v.interrupt_id, v.principal, v.action, v.resume_value, \
-                 (SELECT {} FROM interrupts i WHERE i.interrupt_id = v.interrupt_id) \
-                 FROM votes v WHERE v.superseded = 0 AND v.action <> 'ask' AND v.interrupt_id IN ({marks})",
-                self.inner
-                    .store
-                    .dialect()
-                    .json_text("i.payload", "data.artifactData")
-            );
-            let sql = self.inner.store.q(&sql);
-            let mut q = sqlx::query_as::<_, (String, String, String, String, Option<String>)>(&sql);
-            for id in &approval_ids {
-                q = q.bind(*id);
-            }
-            for (iid, p, a, rv, original) in q.fetch_all(&self.inner.store.read).await? {
-                let rv: serde_json::Value = serde_json::from_str(&rv)
-                    .map_err(|e| EngineError::Storage(format!("votes.resume_value: {e}")))?;
-                let original: Option<serde_json::Value> = original
-                    .map(|o| serde_json::from_str(&o))
-                    .transpose()
-                    .map_err(|e| EngineError::Storage(format!("interrupts.payload: {e}")))?;
-                let a: ApprovalAction = a.parse()?;
-                votes.entry(iid).or_default().push(Ballot {
-                    approves: approved_data(a, &rv, original.as_ref()),
-                    principal: p,
-                    action: a,
-                    is_override: false,
-                });
-            }
+        for v in store.counted_votes(&approval_ids).await? {
+            votes.entry(v.interrupt_id).or_default().push(Ballot {
+                approves: approved_data(v.action, &v.resume_value, v.original.as_ref()),
+                principal: v.principal,
+                action: v.action,
+                is_override: false,
+            });
         }
 
         let items = slice
@@ -388,15 +280,7 @@ impl Engine {
         if crate::ids::tenant_of(run_id) != principal.tenant {
             return Ok(false);
         }
-        let rows: Vec<(String, String, String)> = sqlx::query_as(
-            &self
-                .inner
-                .store
-                .q("SELECT kind, eligibility, owner_subject FROM interrupts WHERE run_id = ?"),
-        )
-        .bind(run_id.as_str())
-        .fetch_all(&self.inner.store.read)
-        .await?;
+        let rows = self.inner.store.rules_of_run(run_id).await?;
         if rows.is_empty() {
             return Ok(false);
         }
@@ -405,7 +289,7 @@ impl Engine {
             .await?
             .unwrap_or_else(|| principal.clone());
         for (kind, rules, owner) in &rows {
-            if eligible(kind.parse()?, rules, owner, &principal, true).is_ok() {
+            if eligible(*kind, rules, owner, &principal, true).is_ok() {
                 return Ok(true);
             }
         }
@@ -441,15 +325,7 @@ impl Engine {
             return Ok(vec![]);
         }
         let (eligibility, owner) = self.stored_rules(&view.interrupt_id).await?;
-        let ids: Vec<String> = sqlx::query_scalar(
-            &self
-                .inner
-                .store
-                .q("SELECT id FROM principals WHERE tenant = ? ORDER BY name, id"),
-        )
-        .bind(actor.tenant())
-        .fetch_all(&self.inner.store.read)
-        .await?;
+        let ids = self.inner.store.principal_ids(actor.tenant()).await?;
         let mut out = Vec::new();
         for id in ids {
             if view.votes.iter().any(|v| v.counted && v.principal == id) {
@@ -471,15 +347,10 @@ impl Engine {
     }
 
     async fn stored_rules(&self, interrupt_id: &str) -> Result<(String, String)> {
-        sqlx::query_as(
-            &self
-                .inner
-                .store
-                .q("SELECT eligibility, owner_subject FROM interrupts WHERE interrupt_id = ?"),
-        )
-        .bind(interrupt_id)
-        .fetch_optional(&self.inner.store.read)
-        .await?
-        .ok_or_else(|| EngineError::NotFound("no such interrupt".into()))
+        self.inner
+            .store
+            .rules_of(interrupt_id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound("no such interrupt".into()))
     }
 }

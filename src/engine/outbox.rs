@@ -2,21 +2,21 @@
 //! delivered afterwards, with retries and recorded delivery state.
 
 use super::Engine;
-use crate::args;
 use crate::clock::{rfc3339, Millis};
 use crate::error::{EngineError, Result};
+use crate::store::changes::Change;
+use crate::store::outbox;
 use serde::{Deserialize, Serialize};
-use tollgate_wire::{OutboxKind, OutboxStatus};
+use tollgate_wire::{NodeId, OutboxKind, OutboxStatus, RunId};
 
 /// Attempts before a message is given up.
 pub const MAX_ATTEMPTS: i64 = 8;
 
 /// One message to deliver.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct OutboxItem {
     pub id: i64,
-    #[sqlx(try_from = "String")]
     pub kind: OutboxKind,
     pub reason: String,
     pub run_id: String,
@@ -24,7 +24,6 @@ pub struct OutboxItem {
     pub interrupt_id: String,
     pub recipient: String,
     pub address: String,
-    #[sqlx(try_from = "String")]
     pub status: OutboxStatus,
     pub attempts: i64,
     pub next_attempt_at: Millis,
@@ -61,39 +60,11 @@ impl OutboxItem {
             sent_at: self.sent_at.map(rfc3339),
         }
     }
-
-    /// A row selected with [`COLUMNS`] in a write command.
-    fn from_row(r: &crate::store::Row) -> Result<OutboxItem> {
-        Ok(OutboxItem {
-            id: r.get(0)?,
-            kind: r.get(1)?,
-            reason: r.get(2)?,
-            run_id: r.get(3)?,
-            node_id: r.get(4)?,
-            interrupt_id: r.get(5)?,
-            recipient: r.get(6)?,
-            address: r.get(7)?,
-            status: r.get(8)?,
-            attempts: r.get(9)?,
-            next_attempt_at: r.get(10)?,
-            last_error: r.get(11)?,
-            message: r.get(12)?,
-            delivered_via: r.get(13)?,
-            created_at: r.get(14)?,
-            sent_at: r.get(15)?,
-            body: r.get(16)?,
-            response_status: r.get(17)?,
-        })
-    }
 }
 
 /// How long a claimed message is its claimer's (see [`Engine::outbox_due_of`]):
 /// longer than a delivery attempt takes (SMTP and callback timeouts are shorter).
 pub const OUTBOX_LEASE_MS: Millis = 120_000;
-
-const COLUMNS: &str =
-    "id, kind, reason, run_id, node_id, interrupt_id, recipient, address, status, attempts, \
-                       next_attempt_at, last_error, message, delivered_via, created_at, sent_at, body, response_status";
 
 /// Backoff after `attempts` failures: 5 s, 10 s, 20 s, … capped at one hour.
 pub fn backoff_ms(attempts: i64) -> Millis {
@@ -146,30 +117,19 @@ impl OutboxFilter {
 impl Engine {
     /// Emails due for delivery, oldest first.
     pub async fn outbox_due(&self, limit: i64) -> Result<Vec<OutboxItem>> {
-        self.outbox_due_of("email", limit).await
+        self.outbox_due_of(OutboxKind::Email, limit).await
     }
 
     /// Claims messages of `kind` due for delivery, oldest first, for
     /// [`OUTBOX_LEASE_MS`]: of several instances polling at once each message
     /// goes to one, and a message whose holder died before recording the
     /// outcome is claimed again when its lease runs out.
-    pub async fn outbox_due_of(&self, kind: &str, limit: i64) -> Result<Vec<OutboxItem>> {
-        let (kind, now) = (kind.to_string(), self.now());
+    pub async fn outbox_due_of(&self, kind: OutboxKind, limit: i64) -> Result<Vec<OutboxItem>> {
+        let now = self.now();
         let mut items = self
             .inner
             .store
-            .write(move |conn| {
-                let skip_locked = match conn.dialect() {
-                    crate::store::Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
-                    crate::store::Dialect::Sqlite => "",
-                };
-                let sql = format!(
-                    "UPDATE outbox SET lease_until = ? WHERE id IN (SELECT id FROM outbox WHERE status = 'pending' \
-                     AND next_attempt_at <= ? AND kind = ? AND (lease_until IS NULL OR lease_until <= ?) ORDER BY id LIMIT ?{skip_locked}) \
-                     RETURNING {COLUMNS}"
-                );
-                conn.query_map(&sql, args![now + OUTBOX_LEASE_MS, now, kind, now, limit], OutboxItem::from_row)
-            })
+            .write(move |conn| outbox::claim_due(conn, kind, now, now + OUTBOX_LEASE_MS, limit))
             .await?;
         items.sort_by_key(|i| i.id);
         Ok(items)
@@ -187,33 +147,24 @@ impl Engine {
     /// The latest messages matching `filter`, newest first.
     pub async fn outbox_list(&self, filter: &OutboxFilter) -> Result<Vec<OutboxItem>> {
         filter.check()?;
-        let range = filter.tenant.as_deref().map(crate::ids::TenantRange::of);
-        Ok(sqlx::query_as::<_, OutboxItem>(&self.inner.store.q(&format!(
-            "SELECT {COLUMNS} FROM outbox WHERE (?1 IS NULL OR {}) \
-             AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR status = ?4) ORDER BY id DESC LIMIT ?5",
-            crate::ids::TenantRange::sql_numbered("run_id", 1)
-        )))
-        .bind(range.as_ref().map(|r| r.from.as_str()))
-        .bind(range.as_ref().map(|r| r.to.as_str()))
-        .bind(filter.kind.as_deref())
-        .bind(filter.status.as_deref())
-        .bind(filter.limit.unwrap_or(100))
-        .fetch_all(&self.inner.store.read)
-        .await?)
+        self.inner
+            .store
+            .outbox_list(
+                filter.tenant.as_deref(),
+                filter.kind.as_deref(),
+                filter.status.as_deref(),
+                filter.limit.unwrap_or(100),
+            )
+            .await
     }
 
     /// One outbox message.
     pub async fn outbox_item(&self, id: i64) -> Result<OutboxItem> {
-        sqlx::query_as::<_, OutboxItem>(
-            &self
-                .inner
-                .store
-                .q(&format!("SELECT {COLUMNS} FROM outbox WHERE id = ?")),
-        )
-        .bind(id)
-        .fetch_optional(&self.inner.store.read)
-        .await?
-        .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))
+        self.inner
+            .store
+            .outbox_item(id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))
     }
 
     /// Records a callback answered 2xx: sent (`via` the URL scheme), with the status and a summary.
@@ -221,13 +172,7 @@ impl Engine {
         let (via, now, message) = (via.to_string(), self.now(), crate::token::redact(&message));
         self.inner
             .store
-            .write(move |conn| {
-                conn.execute(
-                    "UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_at = ?, delivered_via = ?, message = ?, response_status = ?, last_error = NULL WHERE id = ?",
-                    args![now, via, message, status as i64, id],
-                )?;
-                Ok(())
-            })
+            .write(move |conn| outbox::mark_sent(conn, id, now, &via, &message, Some(i64::from(status))))
             .await
     }
 
@@ -241,31 +186,12 @@ impl Engine {
         error: String,
         retry: bool,
     ) -> Result<()> {
-        let now = self.now();
-        self.inner
-            .store
-            .write(move |conn| {
-                let attempts = outbox_attempts(conn, id)? + 1;
-                let state = if !retry || attempts >= MAX_ATTEMPTS { "failed" } else { "pending" };
-                conn.execute(
-                    "UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?, response_status = ?, lease_until = NULL WHERE id = ?",
-                    args![state, attempts, now + backoff_ms(attempts), error, status.map(i64::from), id],
-                )?;
-                Ok(())
-            })
-            .await
+        self.record_failure(id, error, status.map(i64::from), retry).await
     }
 
     /// Messages not yet delivered.
     pub async fn outbox_backlog(&self) -> Result<i64> {
-        Ok(sqlx::query_scalar(
-            &self
-                .inner
-                .store
-                .q("SELECT COUNT(*) FROM outbox WHERE status = 'pending'"),
-        )
-        .fetch_one(&self.inner.store.read)
-        .await?)
+        self.inner.store.outbox_backlog().await
     }
 
     /// Records a delivery. The message is stored with every link's token
@@ -275,29 +201,37 @@ impl Engine {
         let (via, now, message) = (via.to_string(), self.now(), crate::token::redact(&message));
         self.inner
             .store
-            .write(move |conn| {
-                conn.execute(
-                    "UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_at = ?, delivered_via = ?, message = ?, last_error = NULL WHERE id = ?",
-                    args![now, via, message, id],
-                )?;
-                Ok(())
-            })
+            .write(move |conn| outbox::mark_sent(conn, id, now, &via, &message, None))
             .await
     }
 
     /// Records a failed attempt; retried with backoff until `MAX_ATTEMPTS`.
     pub async fn outbox_failed(&self, id: i64, error: String) -> Result<()> {
-        let (now, error) = (self.now(), crate::token::redact(&error));
+        self.record_failure(id, crate::token::redact(&error), None, true)
+            .await
+    }
+
+    /// One failed attempt: retried after [`backoff_ms`] while `retry` and
+    /// under [`MAX_ATTEMPTS`], else given up (`failed`).
+    async fn record_failure(
+        &self,
+        id: i64,
+        error: String,
+        response_status: Option<i64>,
+        retry: bool,
+    ) -> Result<()> {
+        let now = self.now();
         self.inner
             .store
             .write(move |conn| {
-                let attempts = outbox_attempts(conn, id)? + 1;
-                let status = if attempts >= MAX_ATTEMPTS { "failed" } else { "pending" };
-                conn.execute(
-                    "UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?, lease_until = NULL WHERE id = ?",
-                    args![status, attempts, now + backoff_ms(attempts), error, id],
-                )?;
-                Ok(())
+                let attempts = outbox::attempts(conn, id)? + 1;
+                let status = if !retry || attempts >= MAX_ATTEMPTS {
+                    OutboxStatus::Failed
+                } else {
+                    OutboxStatus::Pending
+                };
+                let next = now + backoff_ms(attempts);
+                outbox::mark_failed(conn, id, status, attempts, next, &error, response_status)
             })
             .await
     }
@@ -306,13 +240,7 @@ impl Engine {
     pub async fn outbox_drop(&self, id: i64, why: String) -> Result<()> {
         self.inner
             .store
-            .write(move |conn| {
-                conn.execute(
-                    "UPDATE outbox SET status = 'dropped', last_error = ? WHERE id = ?",
-                    args![why, id],
-                )?;
-                Ok(())
-            })
+            .write(move |conn| outbox::mark_dropped(conn, id, &why))
             .await
     }
 
@@ -350,14 +278,11 @@ impl Engine {
         self.inner
             .store
             .write(move |conn| {
-                let n = conn.execute(
-                    "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = ?, lease_until = NULL WHERE id = ? AND status IN ('failed', 'dropped')",
-                    args![now, id],
-                )?;
-                if n == 0 {
-                    return Err(EngineError::NotFound(format!("no failed outbox message {id}")));
+                if outbox::requeue(conn, id, now)? {
+                    Ok(())
+                } else {
+                    Err(EngineError::NotFound(format!("no failed outbox message {id}")))
                 }
-                Ok(())
             })
             .await
     }
@@ -366,57 +291,48 @@ impl Engine {
     /// deadline is within `before_ms`; each interrupt is reminded once.
     pub async fn queue_reminders(&self, before_ms: Millis) -> Result<usize> {
         let now = self.now();
-        let store = &self.inner.store;
-        let sql = format!(
-            "SELECT i.interrupt_id, i.run_id, i.node_id, i.eligibility, {} FROM interrupts i \
-             WHERE i.status = 'pending' AND i.reminded_at IS NULL AND i.deadline_at IS NOT NULL AND i.deadline_at - ? <= ? LIMIT 100",
-            store.dialect().json_text("i.payload", "data.audience")
-        );
-        let due: Vec<(String, String, String, String, Option<String>)> = sqlx::query_as(&store.q(&sql))
-            .bind(before_ms)
-            .bind(now)
-            .fetch_all(&self.inner.store.read)
-            .await?;
+        let due = self.inner.store.reminders_due(now, before_ms).await?;
         let mut queued = 0;
-        for (interrupt_id, run_id, node_id, eligibility, audience) in due {
-            let rules: Option<crate::approval::ApprovalRules> =
-                serde_json::from_str(&eligibility).map_err(|e| {
-                    EngineError::Storage(format!("interrupts.eligibility of {interrupt_id}: {e}"))
+        for r in due {
+            let rules: Option<crate::approval::ApprovalRules> = serde_json::from_str(&r.eligibility)
+                .map_err(|e| {
+                    EngineError::Storage(format!("interrupts.eligibility of {}: {e}", r.interrupt_id))
                 })?;
-            let audience: Option<serde_json::Value> = audience
-                .map(|a| serde_json::from_str(&a))
+            let audience: Option<serde_json::Value> = r
+                .audience
+                .as_deref()
+                .map(serde_json::from_str)
                 .transpose()
-                .map_err(|e| EngineError::Storage(format!("interrupts.payload of {interrupt_id}: {e}")))?;
-            let tenant = crate::ids::tenant_of(&run_id).to_string();
+                .map_err(|e| {
+                    EngineError::Storage(format!("interrupts.payload of {}: {e}", r.interrupt_id))
+                })?;
+            let tenant = crate::ids::tenant_of(&r.run_id).to_string();
             let count = self
                 .inner
                 .store
                 .write(move |conn| {
                     // Claimed first: of instances reminding at once, one queues.
-                    let claimed = conn.execute(
-                        "UPDATE interrupts SET reminded_at = ? WHERE interrupt_id = ? AND reminded_at IS NULL AND status = 'pending'",
-                        args![now, interrupt_id],
-                    )?;
-                    if claimed == 0 {
+                    if !outbox::claim_reminder(conn, &r.interrupt_id, now)? {
                         return Ok(0);
                     }
                     let directory = crate::runtime::load_directory(conn, &tenant)?;
-                    let voted: Vec<String> = conn.query_map(
-                        "SELECT DISTINCT principal FROM votes WHERE interrupt_id = ?",
-                        args![interrupt_id],
-                        |r| r.get(0),
-                    )?;
-                    let mut n = 0;
-                    for p in crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory) {
-                        if voted.contains(&p.id) {
-                            continue;
-                        }
-                        conn.execute(
-                            "INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', 'reminder', ?, ?, ?, ?, ?, 'pending', ?, ?)",
-                            args![run_id, node_id, interrupt_id, p.id, p.email, now, now],
-                        )?;
-                        n += 1;
-                    }
+                    let voted = outbox::voters(conn, &r.interrupt_id)?;
+                    let mails: Vec<Change> =
+                        crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory)
+                            .into_iter()
+                            .filter(|p| !voted.contains(&p.id))
+                            .map(|p| Change::Email {
+                                reason: "reminder",
+                                run_id: RunId::trusted(r.run_id.as_str()),
+                                node_id: NodeId::trusted(r.node_id.as_str()),
+                                interrupt_id: r.interrupt_id.clone(),
+                                recipient: p.id.clone(),
+                                address: p.email.clone(),
+                                at: now,
+                            })
+                            .collect();
+                    let n = mails.len();
+                    crate::store::changes::apply(conn, mails)?;
                     Ok(n)
                 })
                 .await?;
@@ -424,10 +340,4 @@ impl Engine {
         }
         Ok(queued)
     }
-}
-
-/// Attempts so far of an outbox message, read inside a write command.
-fn outbox_attempts(conn: &crate::store::WriteConn, id: i64) -> Result<i64> {
-    conn.query_scalar("SELECT attempts FROM outbox WHERE id = ?", args![id])?
-        .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))
 }

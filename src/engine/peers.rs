@@ -88,12 +88,7 @@ impl Peers {
 /// Sends queued messages, one `pg_notify` each, in order.
 async fn publish(pool: AnyPool, mut incoming: mpsc::UnboundedReceiver<String>) {
     while let Some(message) = incoming.recv().await {
-        if let Err(e) = sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANNEL)
-            .bind(&message)
-            .execute(&pool)
-            .await
-        {
+        if let Err(e) = crate::store::notices::notify(&pool, CHANNEL, &message).await {
             tracing::warn!(error = %e, "telling other instances of a change failed");
         }
     }
@@ -140,7 +135,7 @@ pub(crate) async fn listen(engine: Weak<Inner>, instance: String, mut listener: 
 /// PostgreSQL delivers it when, and only if, the command commits.
 pub(crate) fn notify_in(conn: &WriteConn, message: &Option<String>) -> Result<()> {
     if let Some(m) = message {
-        conn.execute("SELECT pg_notify(?, ?)", crate::args![CHANNEL, m])?;
+        crate::store::notices::notify_in(conn, CHANNEL, m)?;
     }
     Ok(())
 }

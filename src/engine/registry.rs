@@ -5,9 +5,7 @@ use super::*;
 
 impl Engine {
     pub(super) async fn load_registered(&self) -> Result<()> {
-        let rows: Vec<(String, String, String, String)> = sqlx::query_as(&self.inner.store.q("SELECT w.tenant, w.id, w.digest, v.definition FROM workflows w JOIN workflow_versions v ON v.digest = w.digest"))
-        .fetch_all(&self.inner.store.read)
-        .await?;
+        let rows = self.inner.store.registered().await?;
         for (tenant, id, digest, text) in rows {
             // Reloaded on every peer's registration: compile only versions not yet seen.
             let known = self.inner.compiled.read().expect("lock").get(&digest).cloned();
@@ -67,16 +65,7 @@ impl Engine {
             .store
             .write(move |conn| {
                 peers::notify_in(conn, &notice)?;
-                conn.execute(
-                    "INSERT INTO workflow_versions (digest, workflow_id, definition, registered_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    args![d, id, text, now],
-                )?;
-                conn.execute(
-                    "INSERT INTO workflows (tenant, id, digest, version, name, registered_at) VALUES (?, ?, ?, ?, ?, ?) \
-                     ON CONFLICT (tenant, id) DO UPDATE SET digest = excluded.digest, version = excluded.version, name = excluded.name, registered_at = excluded.registered_at",
-                    args![t, id, d, version, name, now],
-                )?;
-                Ok(())
+                crate::store::registry::register(conn, &t, &id, &d, &text, &version, &name, now)
             })
             .await?;
         self.cache_workflow(tenant.to_string(), info.id.clone(), digest, Arc::new(wf));
@@ -163,11 +152,7 @@ impl Engine {
         if let Some(wf) = self.inner.compiled.read().expect("lock").get(digest) {
             return Ok(wf.clone());
         }
-        let text: String = conn
-            .query_scalar(
-                "SELECT definition FROM workflow_versions WHERE digest = ?",
-                args![digest],
-            )?
+        let text = crate::store::registry::version(conn, digest)?
             .ok_or_else(|| EngineError::Internal(format!("workflow version {digest} is not stored")))?;
         let wf = Arc::new(definition::compile(serde_json::from_str(&text)?)?);
         self.inner

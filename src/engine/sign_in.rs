@@ -3,7 +3,6 @@
 //! generation a session is checked against on each request.
 
 use super::Engine;
-use crate::args;
 use crate::clock::Millis;
 use crate::directory::Principal;
 use crate::error::{EngineError, Result};
@@ -104,11 +103,7 @@ impl Engine {
             .store
             .write(move |conn| {
                 super::peers::notify_in(conn, &notice)?;
-                conn.execute(
-                    "UPDATE principals SET password_generation = password_generation + \
-                     CASE WHEN password_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, password_hash = ?1 WHERE id = ?2",
-                    args![phc, id],
-                )
+                crate::store::directory::set_password(conn, &id, phc.as_deref())
             })
             .await?;
         self.forget_credentials(principal_id);
@@ -123,16 +118,12 @@ impl Engine {
 
     /// A principal's stored password hash, if they have one.
     pub async fn password_hash(&self, principal_id: &str) -> Result<Option<String>> {
-        let phc: Option<Option<String>> = sqlx::query_scalar(
-            &self
-                .inner
-                .store
-                .q("SELECT password_hash FROM principals WHERE id = ?"),
-        )
-        .bind(principal_id)
-        .fetch_optional(&self.inner.store.read)
-        .await?;
-        Ok(phc.flatten())
+        Ok(self
+            .inner
+            .store
+            .credentials(principal_id)
+            .await?
+            .and_then(|(phc, _)| phc))
     }
 
     /// Removes a principal from the directory: their console sessions end
@@ -144,21 +135,14 @@ impl Engine {
             .inner
             .store
             .write(move |conn| {
-                let hashes: Vec<String> = conn.query_map(
-                    "SELECT key_hash FROM api_keys WHERE principal = ?",
-                    args![id],
-                    |r| r.get(0),
-                )?;
                 use super::peers::{notify_in, Change};
+                // Peers hear of the principal and each of its keys with the commit.
                 notify_in(conn, &this.peer_message(Change::Principal(id.clone())))?;
+                let hashes = crate::store::directory::key_hashes(conn, &id)?;
                 for h in &hashes {
                     notify_in(conn, &this.peer_message(Change::ApiKey(h.clone())))?;
                 }
-                conn.execute(
-                    "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE principal = ?",
-                    args![now, id],
-                )?;
-                if conn.execute("DELETE FROM principals WHERE id = ?", args![id])? == 0 {
+                if !crate::store::directory::remove_principal(conn, &id, now)? {
                     return Err(EngineError::NotFound(format!("no principal \"{id}\"")));
                 }
                 Ok(hashes)
@@ -199,15 +183,7 @@ impl Engine {
                 retry_after_secs: secs,
             }
         })?;
-        let row: Option<(Option<String>, i64)> = sqlx::query_as(
-            &self
-                .inner
-                .store
-                .q("SELECT password_hash, password_generation FROM principals WHERE id = ?"),
-        )
-        .bind(account)
-        .fetch_optional(&self.inner.store.read)
-        .await?;
+        let row = self.inner.store.credentials(account).await?;
         let (phc, generation) = match row {
             Some((Some(phc), g)) => (Some(phc), g),
             _ => (None, 0),
@@ -256,13 +232,7 @@ impl Engine {
         let current = match cached {
             Some((g, at)) if now - at < DIRECTORY_RECHECK_MS => g,
             _ => {
-                let row: Option<(i64, i64)> = sqlx::query_as(&self.inner.store.q(
-                    "SELECT CASE WHEN password_hash IS NOT NULL THEN 1 ELSE 0 END, password_generation FROM principals WHERE id = ?",
-                ))
-                .bind(principal_id)
-                .fetch_optional(&self.inner.store.read)
-                .await?;
-                let g = row.and_then(|(has, g)| (has != 0).then_some(g));
+                let g = self.inner.store.password_generation(principal_id).await?;
                 self.inner
                     .sign_in
                     .credentials

@@ -14,10 +14,10 @@
 //! - `revoked`: verifies nothing, for good.
 
 use super::Engine;
-use crate::args;
 use crate::auth;
 use crate::clock::{rfc3339, Millis};
 use crate::error::{EngineError, Result};
+use crate::store::token_keys::{self as store, KeyChange, KeyRow as Row};
 use crate::token::{KeyRing, SigningKey};
 use serde::{Deserialize, Serialize};
 
@@ -89,16 +89,6 @@ pub struct KeySync {
 
 /// The minimum length of a configured secret.
 pub const MIN_SECRET_LEN: usize = 32;
-
-type Row = (
-    String,
-    String,
-    String,
-    Millis,
-    Option<Millis>,
-    Option<Millis>,
-    Option<Millis>,
-);
 
 struct Stored {
     kid: String,
@@ -225,8 +215,7 @@ impl Engine {
             .write(move |conn| {
                 super::peers::notify_in(conn, &notice)?;
                 for k in &keys {
-                    let source: Option<String> =
-                        conn.query_scalar("SELECT source FROM token_keys WHERE kid = ?", args![k.kid])?;
+                    let source = store::source_of(conn, &k.kid)?;
                     if source.is_some_and(|s| s != "config") {
                         return Err(EngineError::validation(
                             "token_keys.kid",
@@ -238,24 +227,16 @@ impl Engine {
                     }
                 }
                 let mut removed = Vec::new();
-                let stored: Vec<String> =
-                    conn.query_map("SELECT kid FROM token_keys WHERE source = 'config'", &[], |r| r.get(0))?;
-                for kid in stored {
+                for kid in store::configured_kids(conn)? {
                     if !keys.iter().any(|k| k.kid == kid) {
-                        conn.execute("DELETE FROM token_keys WHERE kid = ?", args![kid])?;
+                        store::delete(conn, &kid)?;
                         removed.push(kid);
                     }
                 }
                 for (i, k) in keys.iter().enumerate() {
                     // `now + i` keeps the file's order among keys added together.
                     let at = now + i as Millis;
-                    conn.execute(
-                        "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
-                         VALUES (?1, ?2, 'config', ?3, CASE WHEN ?4 <> 0 THEN NULL ELSE ?3 END, CASE WHEN ?4 <> 0 THEN ?3 END) \
-                         ON CONFLICT (kid) DO UPDATE SET secret = excluded.secret, \
-                         retired_at = COALESCE(token_keys.retired_at, excluded.retired_at)",
-                        args![k.kid, k.secret, at, k.retired],
-                    )?;
+                    store::put_configured(conn, &k.kid, &k.secret, at, k.retired)?;
                 }
                 Ok(removed)
             })
@@ -273,11 +254,7 @@ impl Engine {
     }
 
     async fn token_key_rows(&self) -> Result<Vec<Stored>> {
-        let rows: Vec<Row> = sqlx::query_as(&self.inner.store.q(
-            "SELECT kid, secret, source, created_at, activated_at, retired_at, revoked_at FROM token_keys",
-        ))
-        .fetch_all(&self.inner.store.read)
-        .await?;
+        let rows = self.inner.store.token_key_rows().await?;
         Ok(with_states(rows))
     }
 
@@ -300,17 +277,7 @@ impl Engine {
             .store
             .write(move |conn| {
                 super::peers::notify_in(conn, &notice)?;
-                Ok(conn.execute(
-                    "INSERT INTO token_keys (kid, secret, source, created_at, activated_at, retired_at) \
-                     VALUES (?, ?, ?, ?, ?, NULL) ON CONFLICT (kid) DO NOTHING",
-                    args![
-                        k,
-                        secret,
-                        TokenKeySource::Cli.as_str(),
-                        now,
-                        activate.then_some(now)
-                    ],
-                )? == 1)
+                store::add(conn, &k, &secret, TokenKeySource::Cli.as_str(), now, activate)
             })
             .await?;
         if !inserted {
@@ -324,33 +291,21 @@ impl Engine {
 
     /// Makes `kid` the signing key. Retired and revoked keys cannot come back.
     pub async fn activate_token_key(&self, kid: &str) -> Result<TokenKeyRow> {
-        self.change_token_key(
-            kid,
-            "UPDATE token_keys SET activated_at = ? WHERE kid = ? AND retired_at IS NULL AND revoked_at IS NULL",
-        )
-        .await
+        self.change_token_key(kid, KeyChange::Activate).await
     }
 
     /// Retires `kid`: it verifies the links it issued before now until they
     /// expire, and never signs again.
     pub async fn retire_token_key(&self, kid: &str) -> Result<TokenKeyRow> {
-        self.change_token_key(
-            kid,
-            "UPDATE token_keys SET retired_at = ? WHERE kid = ? AND retired_at IS NULL AND revoked_at IS NULL",
-        )
-        .await
+        self.change_token_key(kid, KeyChange::Retire).await
     }
 
     /// Revokes `kid`: nothing it signed verifies any more.
     pub async fn revoke_token_key(&self, kid: &str) -> Result<TokenKeyRow> {
-        self.change_token_key(
-            kid,
-            "UPDATE token_keys SET revoked_at = ?1, retired_at = COALESCE(retired_at, ?1) WHERE kid = ?2 AND revoked_at IS NULL",
-        )
-        .await
+        self.change_token_key(kid, KeyChange::Revoke).await
     }
 
-    async fn change_token_key(&self, kid: &str, sql: &'static str) -> Result<TokenKeyRow> {
+    async fn change_token_key(&self, kid: &str, change: KeyChange) -> Result<TokenKeyRow> {
         let (k, now) = (kid.to_string(), self.now());
         let notice = self.peer_message(super::peers::Change::TokenKeys);
         let changed = self
@@ -358,7 +313,7 @@ impl Engine {
             .store
             .write(move |conn| {
                 super::peers::notify_in(conn, &notice)?;
-                Ok(conn.execute(sql, args![now, k])? == 1)
+                store::change(conn, &k, change, now)
             })
             .await?;
         if !changed {

@@ -58,7 +58,58 @@ pub(crate) fn revoke_token(conn: &WriteConn, jti: &str, now: Millis) -> Result<(
     Ok(())
 }
 
+/// Sets (or, with `None`, clears) a principal's password hash; the password
+/// generation moves on when the hash changes, ending their sessions.
+/// Returns the rows changed (0: no such principal).
+pub(crate) fn set_password(conn: &WriteConn, id: &str, phc: Option<&str>) -> Result<usize> {
+    conn.execute(
+        "UPDATE principals SET password_generation = password_generation + \
+         CASE WHEN password_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, password_hash = ?1 WHERE id = ?2",
+        args![phc, id],
+    )
+}
+
+/// Removes a principal and revokes its keys; false when there was no such principal.
+pub(crate) fn remove_principal(conn: &WriteConn, id: &str, now: Millis) -> Result<bool> {
+    conn.execute(
+        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE principal = ?",
+        args![now, id],
+    )?;
+    Ok(conn.execute("DELETE FROM principals WHERE id = ?", args![id])? > 0)
+}
+
+/// The digests of a principal's keys, read inside a command.
+pub(crate) fn key_hashes(conn: &WriteConn, id: &str) -> Result<Vec<String>> {
+    conn.query_map(
+        "SELECT key_hash FROM api_keys WHERE principal = ?",
+        args![id],
+        |r| r.get(0),
+    )
+}
+
 impl Store {
+    /// The password generation of a principal who has a password (`None`
+    /// without one, or without such a principal); the hash is not read.
+    pub(crate) async fn password_generation(&self, id: &str) -> Result<Option<i64>> {
+        let row: Option<(i64, i64)> = sqlx::query_as(&self.q(
+            "SELECT CASE WHEN password_hash IS NOT NULL THEN 1 ELSE 0 END, password_generation FROM principals WHERE id = ?",
+        ))
+        .bind(id)
+        .fetch_optional(&self.read)
+        .await?;
+        Ok(row.and_then(|(has, g)| (has != 0).then_some(g)))
+    }
+
+    /// A principal's password hash and password generation (`None`: no such principal).
+    pub(crate) async fn credentials(&self, id: &str) -> Result<Option<(Option<String>, i64)>> {
+        Ok(
+            sqlx::query_as(&self.q("SELECT password_hash, password_generation FROM principals WHERE id = ?"))
+                .bind(id)
+                .fetch_optional(&self.read)
+                .await?,
+        )
+    }
+
     pub(crate) async fn principal(&self, id: &str) -> Result<Option<Principal>> {
         let row: Option<(String, String, Option<String>, String, String, i64)> = sqlx::query_as(
             &self.q("SELECT tenant, name, email, groups, roles, is_override FROM principals WHERE id = ?"),

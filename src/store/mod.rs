@@ -10,14 +10,21 @@
 //! its SQL once (`?` placeholders) and asks [`Tx::dialect`] for the few
 //! statements that differ. Reads go through an sqlx `Any` pool.
 
+pub(crate) mod admin;
 pub(crate) mod changes;
 pub(crate) mod directory;
+pub(crate) mod idempotency;
+pub(crate) mod inbox;
+pub(crate) mod notices;
+pub(crate) mod outbox;
 mod postgres;
 pub(crate) mod reads;
+pub(crate) mod registry;
 pub(crate) mod rows;
 pub mod sql;
 mod sqlite;
 pub mod testing;
+pub(crate) mod token_keys;
 mod value;
 
 pub use sql::Dialect;

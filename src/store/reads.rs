@@ -3,11 +3,13 @@
 
 use super::rows::{InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS};
 use super::{fetch_rows, Store};
+use crate::clock::rfc3339;
 use crate::clock::Millis;
 use crate::error::{EngineError, Result};
-use crate::events::{EventRow, RunEvent};
+use crate::events::{RunEvent, EVENT_SCHEMA_VERSION};
 use crate::ids::TenantRange;
 use serde_json::Value;
+use tollgate_wire::EventType;
 use tollgate_wire::{ApprovalAction, InterruptKind, InterruptStatus, NodeStatus};
 
 /// One vote (or `ask`) on an interrupt, in the order they were cast.
@@ -214,5 +216,40 @@ impl Store {
                 "the database answered SELECT 1 wrongly".into(),
             ))
         }
+    }
+}
+
+/// An `events` row as stored.
+#[derive(sqlx::FromRow)]
+struct EventRow {
+    pub run_id: String,
+    pub sequence: i64,
+    pub event_id: String,
+    #[sqlx(rename = "type", try_from = "String")]
+    pub event_type: EventType,
+    pub node_id: Option<String>,
+    pub payload: String,
+    pub timestamp: Millis,
+}
+
+impl EventRow {
+    /// The event as served; a stored payload that is not JSON is an error.
+    fn into_event(self) -> Result<RunEvent> {
+        let payload = serde_json::from_str(&self.payload).map_err(|e| {
+            EngineError::Storage(format!(
+                "event {} of run {}: payload is not JSON: {e}",
+                self.sequence, self.run_id
+            ))
+        })?;
+        Ok(RunEvent {
+            event_id: self.event_id,
+            run_id: self.run_id,
+            event_type: self.event_type,
+            payload,
+            timestamp: rfc3339(self.timestamp),
+            sequence: self.sequence,
+            schema_version: EVENT_SCHEMA_VERSION,
+            node_id: self.node_id,
+        })
     }
 }
