@@ -12,12 +12,12 @@ use crate::error::{EngineError, Result};
 use crate::ids;
 use crate::interrupt::{reentry_key, InterruptKind};
 use crate::routing::Trigger;
-use crate::store::changes::{self, Change, NewEvent, NewInterrupt, NodeRecord};
-use crate::store::rows::node_rows;
+use crate::store::changes::{self, Change, NewEvent, NewInterrupt};
 pub(crate) use crate::store::rows::{
     latest_interrupt_for_update, load_directory, load_run_for_update, pending_interrupt_for_update,
     InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS,
 };
+use crate::store::rows::{node_rows, NodeRow};
 use crate::store::WriteConn;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -716,8 +716,8 @@ impl<'a> Exec<'a> {
         for (node_id, st) in dirty {
             changes.push(Change::Node {
                 run_id: self.run.run_id.clone(),
-                node_id: node_id.clone(),
-                record: NodeRecord {
+                row: NodeRow {
+                    node_id: node_id.clone(),
                     status: st.status,
                     visits: st.visits,
                     output: st.output.as_ref().map(Value::to_string),

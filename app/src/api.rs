@@ -27,22 +27,11 @@ pub struct InboxQuery {
     pub page: Option<usize>,
 }
 
+/// One inbox row: the engine's item and where it links to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InboxRow {
     pub href: String,
-    pub run_id: String,
-    pub node_id: String,
-    pub kind: InterruptKind,
-    pub title: String,
-    pub workflow_id: String,
-    pub created_at: String,
-    pub age_ms: i64,
-    pub deadline: Option<String>,
-    pub deadline_in_ms: Option<i64>,
-    pub deadline_state: DeadlineState,
-    pub accepts: Option<u32>,
-    pub required_approvals: Option<u32>,
-    pub my_vote: Option<ApprovalAction>,
+    pub item: tollgate_wire::inbox::InboxItem,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -317,19 +306,7 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
                     tollgate::ids::encode_path_id(&i.run_id),
                     i.node_id
                 ),
-                run_id: i.run_id,
-                node_id: i.node_id,
-                kind: i.kind,
-                title: i.title,
-                workflow_id: i.workflow_id,
-                created_at: i.created_at,
-                age_ms: i.age_ms,
-                deadline: i.deadline,
-                deadline_in_ms: i.deadline_in_ms,
-                deadline_state: i.deadline_state,
-                accepts: i.accepts,
-                required_approvals: i.required_approvals,
-                my_vote: i.my_vote,
+                item: i,
             })
             .collect(),
         total: page.total,

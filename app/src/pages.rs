@@ -306,6 +306,7 @@ fn InboxView(
 
 #[component]
 fn InboxRowView(row: InboxRow) -> impl IntoView {
+    let InboxRow { href, item: row } = row;
     let deadline = match (&row.deadline, row.deadline_in_ms) {
         (Some(d), Some(ms)) => {
             let (class, text) = match row.deadline_state {
@@ -327,7 +328,7 @@ fn InboxRowView(row: InboxRow) -> impl IntoView {
     let mine = row.my_vote.map(|v| view! { <span class="ml-2 rounded bg-slate-100 px-1.5 py-0.5 text-xs text-slate-700">{format!("you: {v}")}</span> });
     view! {
         <tr class="hover:bg-slate-50" data-run=row.run_id.clone() data-node=row.node_id.clone()>
-            <td class="px-4 py-3"><a href=row.href.clone() class=LINK>{row.title.clone()}</a></td>
+            <td class="px-4 py-3"><a href=href class=LINK>{row.title.clone()}</a></td>
             <td class="px-4 py-3 text-slate-700">{kind_label(row.kind)}</td>
             <td class="px-4 py-3 text-slate-700">{row.workflow_id.clone()}</td>
             <td class="px-4 py-3 text-slate-700"><time datetime=row.created_at.clone() title=row.created_at.clone()>{human_ms(row.age_ms)}</time></td>

@@ -10,7 +10,7 @@ use crate::error::{EngineError, Result};
 use crate::store::inbox::{Admitted, PageQuery};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use tollgate_wire::{ApprovalAction, DeadlineState, InterruptKind, InterruptStatus, RunId};
+use tollgate_wire::{DeadlineState, InterruptKind, InterruptStatus, RunId};
 
 /// Items per inbox page.
 pub const INBOX_PAGE_SIZE: usize = 50;
@@ -52,30 +52,7 @@ pub struct InboxFilter {
     pub page: usize,
 }
 
-/// One row of the inbox.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct InboxItem {
-    pub run_id: String,
-    pub node_id: String,
-    pub kind: InterruptKind,
-    pub title: String,
-    pub workflow_id: String,
-    pub created_at: String,
-    pub age_ms: Millis,
-    pub deadline: Option<String>,
-    /// Milliseconds until the deadline (negative: passed).
-    pub deadline_in_ms: Option<Millis>,
-    /// `overdue`, `soon` (within an hour) or `ok`; `none` without a deadline.
-    pub deadline_state: DeadlineState,
-    /// The ref that makes this person eligible (`group:finance`, …).
-    pub eligible_via: String,
-    /// Approvals: the largest group of counted approvals of the same data, and the number required.
-    pub accepts: Option<u32>,
-    pub required_approvals: Option<u32>,
-    /// This person's counted vote, if any (a new vote replaces it).
-    pub my_vote: Option<ApprovalAction>,
-}
+pub use tollgate_wire::inbox::InboxItem;
 
 /// A page of the inbox.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

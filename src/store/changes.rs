@@ -7,11 +7,12 @@
 //! inside the command's transaction. The rules never see SQL, and a rule's
 //! unit test can read what it decided without a database.
 
+use super::rows::NodeRow;
 use super::{Val, WriteConn};
 use crate::clock::Millis;
 use crate::error::Result;
 use std::sync::LazyLock;
-use tollgate_wire::{ApprovalAction, EventType, InterruptKind, NodeId, NodeStatus, RunId, RunStatus};
+use tollgate_wire::{ApprovalAction, EventType, InterruptKind, NodeId, RunId, RunStatus};
 
 /// A new pending interrupt (the `interrupts` row `raise` stores).
 #[derive(Debug, Clone, PartialEq)]
@@ -42,18 +43,6 @@ pub(crate) struct NewEvent {
     pub event_type: EventType,
     pub node_id: Option<NodeId>,
     pub payload: String,
-}
-
-/// A node's scheduler state as the command left it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct NodeRecord {
-    pub status: NodeStatus,
-    pub visits: i64,
-    pub output: Option<String>,
-    /// Edge id → source status, as JSON.
-    pub pending_in: String,
-    pub due_at: Option<Millis>,
-    pub waiting: Option<RunStatus>,
 }
 
 /// One write a command decided on.
@@ -112,10 +101,10 @@ pub(crate) enum Change {
         events: Vec<NewEvent>,
         at: Millis,
     },
+    /// A node's scheduler state as the command left it.
     Node {
         run_id: RunId,
-        node_id: NodeId,
-        record: NodeRecord,
+        row: NodeRow,
         /// The row exists already (update) or not (insert).
         stored: bool,
     },
@@ -343,12 +332,7 @@ fn apply_one(conn: &WriteConn, change: Change) -> Result<()> {
                 conn.execute(&INSERT_EVENTS[chunk.len()], &args)?;
             }
         }
-        Change::Node {
-            run_id,
-            node_id,
-            record,
-            stored,
-        } => {
+        Change::Node { run_id, row, stored } => {
             let sql = if stored {
                 "UPDATE node_states SET status = ?, visits = ?, output = ?, pending_in = ?, due_at = ?, waiting = ? WHERE run_id = ? AND node_id = ?"
             } else {
@@ -357,14 +341,14 @@ fn apply_one(conn: &WriteConn, change: Change) -> Result<()> {
             conn.execute(
                 sql,
                 &[
-                    text(record.status.as_str()),
-                    int(record.visits),
-                    opt_text(record.output),
-                    text(record.pending_in),
-                    opt_int(record.due_at),
-                    opt_text(record.waiting.map(RunStatus::as_str)),
+                    text(row.status.as_str()),
+                    int(row.visits),
+                    opt_text(row.output),
+                    text(row.pending_in),
+                    opt_int(row.due_at),
+                    opt_text(row.waiting.map(RunStatus::as_str)),
                     text(run_id),
-                    text(node_id),
+                    text(row.node_id),
                 ],
             )?;
         }

@@ -64,6 +64,22 @@ pub(crate) struct CountedVote {
     pub original: Option<Value>,
 }
 
+/// Binds the admitted groups' `VALUES` rows, in the order `admitted_join` lists them.
+macro_rules! bind_admitted {
+    ($query:expr, $admitted:expr) => {{
+        let mut q = $query;
+        for a in $admitted {
+            q = q
+                .bind(&a.kind)
+                .bind(&a.eligibility)
+                .bind(&a.workflow_id)
+                .bind(a.mine)
+                .bind(&a.via);
+        }
+        q
+    }};
+}
+
 /// What one page asks for.
 pub(crate) struct PageQuery<'a> {
     pub tenant: &'a str,
@@ -153,15 +169,7 @@ impl Store {
         let sql = self
             .q(&format!("{with}SELECT COUNT(*) {from_where}"))
             .into_owned();
-        let mut q = sqlx::query_scalar::<_, i64>(&sql);
-        for a in admitted {
-            q = q
-                .bind(&a.kind)
-                .bind(&a.eligibility)
-                .bind(&a.workflow_id)
-                .bind(a.mine)
-                .bind(&a.via);
-        }
+        let q = bind_admitted!(sqlx::query_scalar::<_, i64>(&sql), admitted);
         Ok(q.bind(me)
             .bind(&range.from)
             .bind(&range.to)
@@ -194,15 +202,7 @@ impl Store {
                  i.created_at, i.deadline_at, ok.via {from_where} ORDER BY {order} LIMIT ? OFFSET ?"
             ))
             .into_owned();
-        let mut q = sqlx::query_as::<_, PendingRowVia>(&sql);
-        for a in admitted {
-            q = q
-                .bind(&a.kind)
-                .bind(&a.eligibility)
-                .bind(&a.workflow_id)
-                .bind(a.mine)
-                .bind(&a.via);
-        }
+        let mut q = bind_admitted!(sqlx::query_as::<_, PendingRowVia>(&sql), admitted);
         q = q.bind(page.me).bind(&range.from).bind(&range.to);
         if let Some(now) = page.overdue_at {
             q = q.bind(now);

@@ -241,10 +241,18 @@ impl<T: FromVal> FromVal for Option<T> {
     }
 }
 
-/// Enums stored as their text (`status = 'pending'`): written as text,
-/// read back with an error naming the value when it is none of the enum's.
+/// Enums and ids stored as their text (`status = 'pending'`), written as
+/// text. An enum is read back with an error naming the value when it is
+/// none of the enum's (`parse`); a stored id was checked on its way in
+/// (`trusted`).
 macro_rules! text_columns {
-    ($($t:ty),+) => {$(
+    (@decode parse $t:ty, $s:expr) => {
+        $s.parse::<$t>().map_err(|e| format!("{e}"))
+    };
+    (@decode trusted $t:ty, $s:expr) => {
+        Ok(<$t>::trusted($s.as_str()))
+    };
+    ($mode:ident: $($t:ty),+) => {$(
         impl ToVal for $t {
             fn to_val(&self) -> Val {
                 Val::Text(Some(self.as_str().to_string()))
@@ -256,7 +264,7 @@ macro_rules! text_columns {
         impl FromVal for $t {
             fn from_val(v: &Val) -> std::result::Result<Self, String> {
                 match v {
-                    Val::Text(Some(s)) => s.parse().map_err(|e| format!("{e}")),
+                    Val::Text(Some(s)) => text_columns!(@decode $mode $t, s),
                     other => Err(format!("expected a text, found {other:?}")),
                 }
             }
@@ -264,7 +272,7 @@ macro_rules! text_columns {
     )+};
 }
 
-text_columns!(
+text_columns!(parse:
     tollgate_wire::RunStatus,
     tollgate_wire::NodeStatus,
     tollgate_wire::InterruptStatus,
@@ -274,31 +282,7 @@ text_columns!(
     tollgate_wire::ApprovalAction,
     tollgate_wire::EventType
 );
-
-/// Ids stored as text; a stored id was checked on its way in.
-macro_rules! id_columns {
-    ($($t:ty),+) => {$(
-        impl ToVal for $t {
-            fn to_val(&self) -> Val {
-                Val::Text(Some(self.as_str().to_string()))
-            }
-            fn null() -> Val {
-                Val::Text(None)
-            }
-        }
-        impl FromVal for $t {
-            fn from_val(v: &Val) -> std::result::Result<Self, String> {
-                String::from_val(v).map(<$t>::trusted)
-            }
-        }
-    )+};
-}
-
-id_columns!(
-    tollgate_wire::RunId,
-    tollgate_wire::TenantId,
-    tollgate_wire::NodeId
-);
+text_columns!(trusted: tollgate_wire::RunId, tollgate_wire::TenantId, tollgate_wire::NodeId);
 
 #[cfg(test)]
 mod tests {

@@ -14,6 +14,7 @@ pub mod admin;
 pub mod directory;
 pub mod event;
 pub mod ids;
+pub mod inbox;
 pub mod kind;
 pub mod schema_subset;
 pub mod status;
