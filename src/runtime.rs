@@ -94,8 +94,13 @@ impl<'a> Exec<'a> {
                 NodeState {
                     status: r.status,
                     visits: r.visits,
-                    output: r.output.map(|o| serde_json::from_str(&o)).transpose()?,
-                    pending_in: serde_json::from_str(&r.pending_in)?,
+                    output: r
+                        .output
+                        .map(|o| serde_json::from_str(&o))
+                        .transpose()
+                        .map_err(|e| EngineError::Storage(format!("node_states.output: {e}")))?,
+                    pending_in: serde_json::from_str(&r.pending_in)
+                        .map_err(|e| EngineError::Storage(format!("node_states.pending_in: {e}")))?,
                     due_at: r.due_at,
                     waiting: r.waiting,
                     dirty: false,
@@ -788,7 +793,8 @@ pub(crate) fn decide(
         let parsed = approval::parse_resume(rules, resume_value)?;
         crate::contract::cached(&interrupt.contract)?.validate_resume(resume_value)?;
         let earlier: Vec<(String, ApprovalAction, i64, i64, Value)> =
-            serde_json::from_str(interrupt.votes_json.as_deref().unwrap_or("[]"))?;
+            serde_json::from_str(interrupt.votes_json.as_deref().unwrap_or("[]"))
+                .map_err(|e| EngineError::Storage(format!("votes of {}: {e}", interrupt.interrupt_id)))?;
         let seq = earlier.len() as i64;
         let counts = |action: ApprovalAction, superseded: i64| superseded == 0 && action.is_vote();
         let replaces = earlier

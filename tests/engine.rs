@@ -2043,3 +2043,35 @@ async fn outbox_claims_are_leased_and_taken_over_when_the_lease_runs_out() {
         "delivered is never claimed again"
     );
 }
+
+/// Gates whose `artifactData` or `audience` is not an object are valid
+/// definitions: the inbox counts their votes and the reminder scan goes on.
+#[tokio::test]
+async fn non_object_artifacts_and_audiences_do_not_break_the_inbox_or_reminders() {
+    let f = fixture().await;
+    let e = &f.engine;
+    register(
+        e,
+        json!({"id": "plain-artifact", "nodes": [gate("gate", json!({
+            "title": "PO", "actions": ["accept", "reject"], "approverGroupRefs": ["finance"],
+            "requiredApprovals": 2, "artifactData": "PO-7", "audience": "finance", "timeoutMs": 60_000
+        }))]}),
+    )
+    .await;
+    let run = start(e, "plain-artifact", json!({})).await;
+    resolve(e, &run, "gate", "ann", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    let bob = e.principal("bob").await.unwrap().unwrap();
+    let inbox = e.pending_for(&bob, &Default::default()).await.unwrap();
+    let item = inbox
+        .items
+        .iter()
+        .find(|i| i.run_id == run)
+        .expect("listed for bob");
+    assert_eq!((item.accepts, item.required_approvals), (Some(1), Some(2)));
+    // Within the reminder window: the scan reads the string audience and claims the row.
+    f.clock.advance(50_000);
+    assert!(e.queue_reminders(30_000).await.is_ok());
+    assert_eq!(e.queue_reminders(30_000).await.unwrap(), 0, "reminded once");
+}

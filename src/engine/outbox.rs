@@ -294,18 +294,31 @@ impl Engine {
         let due = self.inner.store.reminders_due(now, before_ms).await?;
         let mut queued = 0;
         for r in due {
-            let rules: Option<crate::approval::ApprovalRules> = serde_json::from_str(&r.eligibility)
-                .map_err(|e| {
-                    EngineError::Storage(format!("interrupts.eligibility of {}: {e}", r.interrupt_id))
-                })?;
-            let audience: Option<serde_json::Value> = r
-                .audience
-                .as_deref()
-                .map(serde_json::from_str)
-                .transpose()
-                .map_err(|e| {
-                    EngineError::Storage(format!("interrupts.payload of {}: {e}", r.interrupt_id))
-                })?;
+            let decoded = serde_json::from_str::<Option<crate::approval::ApprovalRules>>(&r.eligibility)
+                .map_err(|e| format!("interrupts.eligibility: {e}"))
+                .and_then(|rules| {
+                    let audience = r
+                        .audience
+                        .as_deref()
+                        .map(serde_json::from_str::<serde_json::Value>)
+                        .transpose();
+                    audience
+                        .map(|a| (rules, a))
+                        .map_err(|e| format!("interrupts.payload: {e}"))
+                });
+            let (rules, audience) = match decoded {
+                Ok(d) => d,
+                Err(e) => {
+                    // Claimed anyway, so one unreadable row is not scanned again and again.
+                    tracing::error!(interrupt = %r.interrupt_id, error = %e, "reminder skipped: stored interrupt does not decode");
+                    let id = r.interrupt_id.clone();
+                    self.inner
+                        .store
+                        .write(move |conn| outbox::claim_reminder(conn, &id, now))
+                        .await?;
+                    continue;
+                }
+            };
             let tenant = crate::ids::tenant_of(&r.run_id).to_string();
             let count = self
                 .inner

@@ -226,7 +226,7 @@ impl Store {
             "SELECT v.interrupt_id, v.principal, v.action, v.resume_value, \
              (SELECT {} FROM interrupts i WHERE i.interrupt_id = v.interrupt_id) \
              FROM votes v WHERE v.superseded = 0 AND v.action <> 'ask' AND v.interrupt_id IN ({marks})",
-            self.dialect().json_text("i.payload", "data.artifactData")
+            self.dialect().json_member("i.payload", "data.artifactData")
         );
         let sql = self.q(&sql).into_owned();
         let mut q = sqlx::query_as::<_, (String, String, String, String, Option<String>)>(&sql);

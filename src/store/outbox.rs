@@ -142,7 +142,7 @@ pub(crate) struct ReminderDue {
     pub node_id: String,
     /// Approval rules as stored (`null` for other kinds).
     pub eligibility: String,
-    /// `data.audience` as JSON text, if any.
+    /// `data.audience` as JSON, if any.
     pub audience: Option<String>,
 }
 
@@ -195,7 +195,7 @@ impl Store {
         let sql = format!(
             "SELECT i.interrupt_id, i.run_id, i.node_id, i.eligibility, {} FROM interrupts i \
              WHERE i.status = 'pending' AND i.reminded_at IS NULL AND i.deadline_at IS NOT NULL AND i.deadline_at - ? <= ? LIMIT 100",
-            self.dialect().json_text("i.payload", "data.audience")
+            self.dialect().json_member("i.payload", "data.audience")
         );
         let rows: Vec<(String, String, String, String, Option<String>)> = sqlx::query_as(&self.q(&sql))
             .bind(before_ms)

@@ -271,7 +271,8 @@ fn parse_node_rows(text: &str) -> Result<Vec<NodeRow>> {
         Option<Millis>,
         Option<RunStatus>,
     );
-    let rows: Vec<Row> = serde_json::from_str(text)?;
+    let rows: Vec<Row> =
+        serde_json::from_str(text).map_err(|e| EngineError::Storage(format!("node_states of a run: {e}")))?;
     Ok(rows
         .into_iter()
         .map(

@@ -19,6 +19,15 @@ impl Dialect {
         }
     }
 
+    /// A JSON member as JSON text (a string member keeps its quotes), or NULL
+    /// when it is missing: `col -> '$.a.b'` or `(col::json #> '{a,b}')::text`.
+    pub fn json_member(self, column: &str, path: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("({column} -> '$.{path}')"),
+            Dialect::Postgres => format!("(({column}::json #> '{{{}}}')::text)", path.replace('.', ",")),
+        }
+    }
+
     /// A JSON member as text: `json_extract(col, '$.a.b')` or `col::json #>> '{a,b}'`.
     /// `path` is a literal member path such as `data.audience`.
     pub fn json_text(self, column: &str, path: &str) -> String {
