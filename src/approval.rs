@@ -9,9 +9,6 @@ use serde_json::Value;
 
 pub use tollgate_wire::ApprovalAction;
 
-/// The actions a gate may offer, as `actions` names them.
-pub const ACTIONS: [ApprovalAction; 5] = ApprovalAction::OFFERABLE;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum RejectionPolicy {
     #[default]
@@ -58,13 +55,14 @@ impl ApprovalRules {
                 let mut out = Vec::new();
                 for a in items {
                     match a.as_str().and_then(ApprovalAction::parse) {
-                        Some(action) if ACTIONS.contains(&action) => {
+                        Some(action) if ApprovalAction::OFFERABLE.contains(&action) => {
                             if !out.contains(&action) {
                                 out.push(action)
                             }
                         }
                         _ => {
-                            let names: Vec<&str> = ACTIONS.iter().map(|a| a.as_str()).collect();
+                            let names: Vec<&str> =
+                                ApprovalAction::OFFERABLE.iter().map(|a| a.as_str()).collect();
                             return Err(format!("actions: {a} is not one of {}", names.join(", ")));
                         }
                     }

@@ -120,15 +120,12 @@ pub fn decode_path_id(segment: &str, field: &str) -> Result<String> {
 /// Parses a run id from a path segment and checks its grammar: a malformed
 /// segment is 400 `validation_error` naming `runId` (no lookup is made).
 pub fn parse_run_id(segment: &str) -> Result<RunId> {
-    let id = decode_path_id(segment, "runId")?;
-    if is_tenant_bound(&id) {
-        Ok(RunId::trusted(id))
-    } else {
-        Err(EngineError::validation(
+    RunId::parse(decode_path_id(segment, "runId")?).map_err(|_| {
+        EngineError::validation(
             "runId",
             "runId: not a run id (tenant~2Fopaque: tenant ^(anon:)?[A-Za-z0-9._-]{1,128}$, opaque ^[A-Za-z0-9._~-]{16,128}$)",
-        ))
-    }
+        )
+    })
 }
 
 #[cfg(test)]

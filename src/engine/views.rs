@@ -116,7 +116,8 @@ impl Engine {
                 "preventSelfApproval": r.prevent_self_approval,
             })
         });
-        let contract = row.contract_json()?;
+        // The compiled contracts are cached by their text: no parse per view.
+        let contract = crate::contract::cached(&row.contract)?.contract.clone();
         Ok(InterruptView {
             payload,
             request: row.request.unwrap_or(Value::Null),

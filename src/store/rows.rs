@@ -6,7 +6,6 @@
 use crate::approval;
 use crate::args;
 use crate::clock::Millis;
-use crate::contract::Contract;
 use crate::directory::Principal;
 use crate::error::{EngineError, Result};
 use crate::interrupt::InterruptKind;
@@ -155,12 +154,6 @@ impl InterruptRow {
             resolution: row.opt_json(17)?,
             votes_json: if row.has(18) { row.get(18)? } else { None },
         })
-    }
-
-    /// The stored contract; text that is not one is an error.
-    pub fn contract_json(&self) -> Result<Contract> {
-        serde_json::from_str(&self.contract)
-            .map_err(|e| EngineError::Storage(format!("interrupts.contract of {}: {e}", self.interrupt_id)))
     }
 }
 
