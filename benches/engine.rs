@@ -1,6 +1,9 @@
-//! Engine hot paths on a real SQLite file (durability FULL):
-//! create a run that suspends at an approval gate, and resolve it, alone and
-//! with 16 concurrent callers (where group commit shares one fsync).
+//! Engine hot paths on a real database (durability FULL): create a run that
+//! suspends at an approval gate, and resolve it, alone and with 16
+//! concurrent callers (where group commit shares one fsync).
+//!
+//! A SQLite file by default; with `TOLLGATE_TEST_POSTGRES` set to a server
+//! URL (`scripts/pg.sh start`), a fresh database of that PostgreSQL server.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
@@ -25,8 +28,10 @@ fn setup_with(durability: tollgate::Durability) -> Bench {
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
     let (engine, actor) = rt.block_on(async {
+        let url = tollgate::store::testing::database_url(&dir.path().join("bench.db"))
+            .await
+            .unwrap();
         let mut options = EngineOptions::new(url);
         options.durability = durability;
         let engine = Engine::open(options).await.unwrap();

@@ -3,7 +3,12 @@
 //! deadline order, and a filter that matches nothing. Also the live inbox's
 //! per-change relevance check (`Engine::inbox_concerns`).
 //!
+//! The store also holds `INBOX_STORED_RUNS` (1,000,000) finished runs, each
+//! with its resolved approval, so the read models are measured at the size
+//! of a store that has been in use for a while.
+//!
 //! cargo bench -p tollgate --bench inbox          (INBOX_PENDING=N to change 10,000)
+//! On PostgreSQL: TOLLGATE_TEST_POSTGRES=$(scripts/pg.sh start) cargo bench …
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
@@ -23,6 +28,42 @@ fn person(id: &str, groups: &[&str]) -> Principal {
     }
 }
 
+/// Copies the run `template` (and its interrupt, resolved) `n` times as
+/// finished runs of the same tenant, in bulk SQL: the engine would take
+/// minutes to make a million runs, and only their presence matters here.
+async fn fill(url: &str, template: &str, n: usize) {
+    if n == 0 {
+        return;
+    }
+    let t = Instant::now();
+    let pool = sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+        .unwrap();
+    let postgres = url.starts_with("postgres");
+    let mark = if postgres { "$1" } else { "?" };
+    let series = format!("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {n}) ");
+    let runs = format!(
+        "{series}INSERT INTO runs (run_id, tenant, workflow_id, workflow_digest, status, owner, current_node_id, error, inputs, configurable, tags, metadata, callback_url, next_sequence, created_at, completed_at) \
+         SELECT 'bench/fill-' || n.i, t.tenant, t.workflow_id, t.workflow_digest, 'completed', t.owner, NULL, NULL, t.inputs, t.configurable, t.tags, t.metadata, NULL, t.next_sequence, t.created_at - 86400000 - n.i, t.created_at - n.i \
+         FROM n, (SELECT * FROM runs WHERE run_id = {mark}) t"
+    );
+    let interrupts = format!(
+        "{series}INSERT INTO interrupts (interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, request, eligibility, workflow_id, title, owner_subject, created_at, deadline_at, resolved_at, resolution, inbox_group, inbox_shard) \
+         SELECT 'fill-' || n.i, 'bench/fill-' || n.i, t.node_id, t.key, t.visit, t.kind, 'resolved', t.payload, t.contract, t.request, t.eligibility, t.workflow_id, t.title, t.owner_subject, t.created_at - 86400000 - n.i, t.deadline_at, t.created_at - n.i, '{{}}', t.inbox_group, t.inbox_shard \
+         FROM n, (SELECT * FROM interrupts WHERE run_id = {mark}) t"
+    );
+    for sql in [runs, interrupts] {
+        sqlx::query(&sql).bind(template).execute(&pool).await.unwrap();
+    }
+    if postgres {
+        // As autovacuum would soon after a bulk load.
+        sqlx::query("ANALYZE").execute(&pool).await.unwrap();
+    }
+    eprintln!("setup: {n} finished runs stored in {:.1?}", t.elapsed());
+}
+
 fn inbox(c: &mut Criterion) {
     let pending: usize = std::env::var("INBOX_PENDING")
         .ok()
@@ -34,9 +75,15 @@ fn inbox(c: &mut Criterion) {
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("inbox.db").display());
+    let stored: usize = std::env::var("INBOX_STORED_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
     let (engine, ann, last_run) = rt.block_on(async {
-        let mut options = EngineOptions::new(url);
+        let url = tollgate::store::testing::database_url(&dir.path().join("inbox.db"))
+            .await
+            .unwrap();
+        let mut options = EngineOptions::new(url.clone());
         // Only the setup writes; the measured reads do not depend on it.
         options.durability = tollgate::Durability::Relaxed;
         let engine = Engine::open(options).await.unwrap();
@@ -78,6 +125,7 @@ fn inbox(c: &mut Criterion) {
             last = run.run_id.into_string();
         }
         eprintln!("setup: {} runs in {:.1?}", pending * 2, t.elapsed());
+        fill(&url, &last, stored).await;
         (engine, ann, last)
     });
     let first = rt

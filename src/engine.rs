@@ -240,6 +240,13 @@ fn workflow_digest(raw: &Value) -> String {
 impl Engine {
     pub async fn open(options: EngineOptions) -> Result<Engine> {
         let store = Store::open(&options.database_url, options.durability).await?;
+        let grouped = store.write(crate::store::inbox::backfill).await?;
+        if grouped > 0 {
+            tracing::info!(
+                interrupts = grouped,
+                "inbox counts rebuilt for pending interrupts stored before them"
+            );
+        }
         let (peers, listener) = match store.dialect() {
             crate::store::Dialect::Postgres => {
                 let (peers, listener) =

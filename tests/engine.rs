@@ -2075,3 +2075,62 @@ async fn non_object_artifacts_and_audiences_do_not_break_the_inbox_or_reminders(
     assert!(e.queue_reminders(30_000).await.is_ok());
     assert_eq!(e.queue_reminders(30_000).await.unwrap(), 0, "reminded once");
 }
+
+/// The inbox's kept counts: pending interrupts stored without them (before
+/// migration 0011, or with the counts lost) get their group and counts back
+/// when the engine opens, and a person's own requests stay out of their inbox.
+#[tokio::test]
+async fn inbox_counts_are_rebuilt_when_the_engine_opens() {
+    use tollgate::engine::inbox::InboxFilter;
+    let Fixture { engine, clock, _dir } = fixture().await;
+    register(
+        &engine,
+        json!({"id": "inbox-fin", "nodes": [gate("gate", json!({"title": "Fin", "actions": ["accept", "reject"], "approverGroupRefs": ["finance"], "preventSelfApproval": true}))]}),
+    )
+    .await;
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        runs.push(start(&engine, "inbox-fin", json!({})).await);
+    }
+    let ann = actor(&engine, "ann").await;
+    let req = CreateRun {
+        workflow_id: "inbox-fin".into(),
+        ..Default::default()
+    };
+    engine.create_run(req, &ann, None).await.unwrap().result.unwrap();
+    let totals = |e: Engine| async move {
+        let mut out = Vec::new();
+        for id in ["ann", "bob"] {
+            let p = e.principal(id).await.unwrap().unwrap();
+            out.push(e.pending_for(&p, &InboxFilter::default()).await.unwrap().total);
+        }
+        out
+    };
+    assert_eq!(
+        totals(engine.clone()).await,
+        vec![3, 4],
+        "ann's own request is not in her inbox"
+    );
+    drop(engine);
+
+    let path = _dir.path().join("t.db");
+    let url = tollgate::store::testing::database_url(&path).await.unwrap();
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    for sql in [
+        "UPDATE interrupts SET inbox_group = NULL, inbox_shard = NULL",
+        "DELETE FROM inbox_counts",
+        "DELETE FROM inbox_groups",
+    ] {
+        sqlx::query(sql).execute(&pool).await.unwrap();
+    }
+    pool.close().await;
+
+    let engine = open_at(&path, clock).await;
+    assert_eq!(totals(engine.clone()).await, vec![3, 4]);
+    assert_projection_matches_log(&engine, &runs[0]).await;
+    resolve(&engine, &runs[0], "gate", "bob", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    assert_eq!(totals(engine.clone()).await, vec![2, 3]);
+    assert_projection_matches_log(&engine, &runs[0]).await;
+}

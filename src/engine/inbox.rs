@@ -162,9 +162,7 @@ impl Engine {
             }
             total += g.count as usize;
             admitted.push(Admitted {
-                kind: g.kind,
-                eligibility: g.eligibility,
-                workflow_id: g.workflow_id,
+                group_key: g.group_key,
                 mine: g.mine,
                 via,
             });

@@ -37,10 +37,12 @@ pub(crate) enum Change {
 }
 
 impl Change {
+    /// One line: an id's backslashes and line breaks are escaped, since a
+    /// notification carries several messages, a line each.
     fn encode(&self) -> String {
         match self {
-            Change::Run(id) => format!("run {id}"),
-            Change::Principal(id) => format!("principal {id}"),
+            Change::Run(id) => format!("run {}", escape(id)),
+            Change::Principal(id) => format!("principal {}", escape(id)),
             Change::ApiKey(hash) => format!("key {hash}"),
             Change::Workflows => "workflows".into(),
             Change::TokenKeys => "token-keys".into(),
@@ -49,7 +51,8 @@ impl Change {
 
     fn decode(text: &str) -> Option<Change> {
         let (kind, arg) = text.split_once(' ').unwrap_or((text, ""));
-        Some(match (kind, arg) {
+        let arg = unescape(arg)?;
+        Some(match (kind, arg.as_str()) {
             ("run", id) if !id.is_empty() => Change::Run(id.into()),
             ("principal", id) if !id.is_empty() => Change::Principal(id.into()),
             ("key", hash) if !hash.is_empty() => Change::ApiKey(hash.into()),
@@ -58,6 +61,26 @@ impl Change {
             _ => return None,
         })
     }
+}
+
+fn escape(id: &str) -> String {
+    id.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+fn unescape(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        out.push(match c {
+            '\\' => match chars.next()? {
+                'n' => '\n',
+                '\\' => '\\',
+                _ => return None,
+            },
+            c => c,
+        });
+    }
+    Some(out)
 }
 
 /// This instance's side of the feed.
@@ -85,10 +108,24 @@ impl Peers {
     }
 }
 
-/// Sends queued messages, one `pg_notify` each, in order.
+/// Bytes of messages one notification carries (PostgreSQL's payload limit is 8,000).
+const NOTIFY_BYTES: usize = 7_000;
+
+/// Sends queued messages in order, those queued meanwhile together in one
+/// `pg_notify` (a line each): under load, one notification per batch of
+/// commits rather than one per commit.
 async fn publish(pool: AnyPool, mut incoming: mpsc::UnboundedReceiver<String>) {
-    while let Some(message) = incoming.recv().await {
-        if let Err(e) = crate::store::notices::notify(&pool, CHANNEL, &message).await {
+    while let Some(mut payload) = incoming.recv().await {
+        while payload.len() < NOTIFY_BYTES {
+            match incoming.try_recv() {
+                Ok(message) => {
+                    payload.push('\n');
+                    payload.push_str(&message);
+                }
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = crate::store::notices::notify(&pool, CHANNEL, &payload).await {
             tracing::warn!(error = %e, "telling other instances of a change failed");
         }
     }
@@ -106,14 +143,15 @@ pub(crate) async fn listen(engine: Weak<Inner>, instance: String, mut listener: 
         match message {
             Err(_) => continue, // no message this second; check the engine is alive
             Ok(Ok(Some(n))) => {
-                let payload = n.payload();
-                if payload.starts_with(&own) {
-                    continue;
-                }
-                let text = payload.split_once(' ').map_or("", |(_, rest)| rest);
-                match Change::decode(text) {
-                    Some(change) => engine.apply_peer_change(change).await,
-                    None => tracing::warn!(message = %payload, "unknown change message"),
+                for message in n.payload().split('\n') {
+                    if message.starts_with(&own) {
+                        continue;
+                    }
+                    let text = message.split_once(' ').map_or("", |(_, rest)| rest);
+                    match Change::decode(text) {
+                        Some(change) => engine.apply_peer_change(change).await,
+                        None => tracing::warn!(%message, "unknown change message"),
+                    }
                 }
             }
             Ok(Ok(None)) => {
@@ -204,13 +242,16 @@ mod tests {
         for c in [
             Change::Run("acme/r1".into()),
             Change::Principal("ann".into()),
+            Change::Principal("a\nrun x\\n".into()),
             Change::ApiKey("ab12".into()),
             Change::Workflows,
             Change::TokenKeys,
         ] {
             assert_eq!(Change::decode(&c.encode()), Some(c));
         }
-        for junk in ["", "run", "run ", "nope x", "workflows x"] {
+        let c = Change::Principal("a\nrun x".into());
+        assert_eq!(c.encode().split('\n').count(), 1, "one line: {c:?}");
+        for junk in ["", "run", "run ", "nope x", "workflows x", "principal a\\x"] {
             assert_eq!(Change::decode(junk), None, "{junk:?}");
         }
     }

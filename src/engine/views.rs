@@ -184,7 +184,8 @@ impl Engine {
     }
 
     /// Rebuilds a run's projection from its event log alone and compares it
-    /// with the stored projection; returns the differences (empty when equal).
+    /// with the stored projection, and the inbox counts of its tenant with its
+    /// pending rows; returns the differences (empty when equal).
     pub async fn verify_projection(&self, run_id: &RunId) -> Result<Vec<String>> {
         let events = self.read_events(run_id, -1, i64::MAX).await?;
         let folded = crate::projection::fold(&events);
@@ -195,6 +196,13 @@ impl Engine {
             .await?
             .ok_or_else(|| EngineError::NotFound(run_id.to_string()))?;
         let (nodes, interrupts) = self.inner.store.projection(run_id).await?;
-        Ok(folded.diff(&run, &nodes, &interrupts))
+        let mut diff = folded.diff(&run, &nodes, &interrupts);
+        diff.extend(
+            self.inner
+                .store
+                .inbox_drift(crate::ids::tenant_of(run_id))
+                .await?,
+        );
+        Ok(diff)
     }
 }

@@ -8,7 +8,7 @@
 //! unit test can read what it decided without a database.
 
 use super::rows::NodeRow;
-use super::{Val, WriteConn};
+use super::{inbox, Val, WriteConn};
 use crate::clock::Millis;
 use crate::error::Result;
 use std::sync::LazyLock;
@@ -128,7 +128,7 @@ static INSERT_RUN: LazyLock<String> = LazyLock::new(|| {
 
 static INSERT_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "INSERT INTO interrupts ({}) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
+        "INSERT INTO interrupts ({}, inbox_group, inbox_shard) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)",
         crate::runtime::INTERRUPT_COLUMNS
     )
 });
@@ -167,20 +167,140 @@ fn opt_int(i: Option<i64>) -> Val {
     Val::Int(i)
 }
 
-/// Writes `changes` in order on the command's connection.
+/// Writes `changes` in order on the command's connection: as few round
+/// trips as the back end allows (see [`batches`]).
 pub(crate) fn apply(conn: &WriteConn, changes: Vec<Change>) -> Result<()> {
+    let mut statements = Vec::with_capacity(changes.len() + 2);
     for change in changes {
-        apply_one(conn, change)?;
+        statements_of(change, &mut statements);
+    }
+    for batch in batches(&statements) {
+        let batch: Vec<(&str, &[Val])> = statements[batch]
+            .iter()
+            .map(|s| (s.sql, s.args.as_slice()))
+            .collect();
+        conn.execute_together(&batch)?;
     }
     Ok(())
 }
 
-fn apply_one(conn: &WriteConn, change: Change) -> Result<()> {
+/// A table a statement reads or writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Table {
+    Runs,
+    Interrupts,
+    Votes,
+    Outbox,
+    Events,
+    NodeStates,
+    InboxGroups,
+    InboxCounts,
+}
+
+/// Which rows of a table: the one with this key, or any number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Key {
+    One(String),
+    Any,
+}
+
+impl Key {
+    fn overlaps(&self, other: &Key) -> bool {
+        match (self, other) {
+            (Key::One(a), Key::One(b)) => a == b,
+            _ => true,
+        }
+    }
+}
+
+/// One statement of a change set, with the rows it writes and reads.
+#[derive(Debug)]
+struct Statement {
+    sql: &'static str,
+    args: Vec<Val>,
+    table: Table,
+    rows: Key,
+    /// A plain insert, which reads nothing (an upsert reads the row it may update).
+    insert: bool,
+    /// Rows of another table the statement reads (in a subquery).
+    reads: Option<(Table, Key)>,
+}
+
+impl Statement {
+    /// Whether this statement, run after `earlier` in the same statement
+    /// (where both see the same snapshot), could miss or doubly change a row
+    /// `earlier` wrote: it reads, or updates, rows that overlap them.
+    fn must_follow(&self, earlier: &Statement) -> bool {
+        let wrote = |table: Table, key: &Key| table == earlier.table && key.overlaps(&earlier.rows);
+        (!self.insert && wrote(self.table, &self.rows))
+            || self.reads.as_ref().is_some_and(|(t, k)| wrote(*t, k))
+    }
+}
+
+/// Most parameters one batch carries (PostgreSQL allows 65,535 per statement).
+const MAX_BATCH_ARGS: usize = 8_192;
+
+/// Splits the statements into runs that may travel as one: on PostgreSQL a
+/// batch is one statement (data-modifying `WITH` members), whose parts all
+/// see the snapshot from before it, so a statement that must see an earlier
+/// one's rows starts a new batch. Order is kept within and across batches.
+fn batches(statements: &[Statement]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut args) = (0, 0);
+    for (i, s) in statements.iter().enumerate() {
+        let conflicts = statements[start..i].iter().any(|e| s.must_follow(e));
+        if i > start && (conflicts || args + s.args.len() > MAX_BATCH_ARGS) {
+            out.push(start..i);
+            (start, args) = (i, 0);
+        }
+        args += s.args.len();
+    }
+    if start < statements.len() {
+        out.push(start..statements.len());
+    }
+    out
+}
+
+/// Marks the last statement as reading `key` of `table` first.
+fn reads(out: &mut [Statement], table: Table, key: Key) {
+    if let Some(last) = out.last_mut() {
+        last.reads = Some((table, key));
+    }
+}
+
+/// How a statement writes its table's rows (for [`Statement`]).
+enum Rows {
+    Insert(String),
+    /// An insert that may update the existing row instead (`ON CONFLICT`).
+    Upsert(String),
+    Update(String),
+    UpdateMany,
+}
+
+fn push(out: &mut Vec<Statement>, sql: &'static str, args: Vec<Val>, table: Table, rows: Rows) {
+    let (rows, insert) = match rows {
+        Rows::Insert(k) => (Key::One(k), true),
+        Rows::Upsert(k) | Rows::Update(k) => (Key::One(k), false),
+        Rows::UpdateMany => (Key::Any, false),
+    };
+    out.push(Statement {
+        sql,
+        args,
+        table,
+        rows,
+        insert,
+        reads: None,
+    });
+}
+
+fn statements_of(change: Change, out: &mut Vec<Statement>) {
     match change {
         Change::NewRun(run) => {
-            conn.execute(
+            let key = run.run_id.to_string();
+            push(
+                out,
                 &INSERT_RUN,
-                &[
+                vec![
                     text(&run.run_id),
                     text(run.tenant.as_str()),
                     text(run.workflow_id),
@@ -198,12 +318,39 @@ fn apply_one(conn: &WriteConn, change: Change) -> Result<()> {
                     int(run.created_at),
                     opt_int(run.completed_at),
                 ],
-            )?;
+                Table::Runs,
+                Rows::Insert(key),
+            );
         }
         Change::Interrupt(i) => {
-            conn.execute(
+            let key = i.interrupt_id.clone();
+            let tenant = crate::ids::tenant_of(&i.run_id).to_string();
+            let group = inbox::group_key(&tenant, i.kind, &i.workflow_id, &i.rules);
+            let shard = inbox::shard_of(&i.run_id);
+            push(
+                out,
+                "INSERT INTO inbox_groups (group_key, tenant, kind, workflow_id, eligibility) VALUES (?, ?, ?, ?, ?) ON CONFLICT (group_key) DO NOTHING",
+                vec![
+                    text(&group),
+                    text(tenant),
+                    text(i.kind.as_str()),
+                    text(&i.workflow_id),
+                    text(&i.rules),
+                ],
+                Table::InboxGroups,
+                Rows::Upsert(group.clone()),
+            );
+            push(
+                out,
+                "INSERT INTO inbox_counts (group_key, shard, pending) VALUES (?, ?, 1) ON CONFLICT (group_key, shard) DO UPDATE SET pending = inbox_counts.pending + 1",
+                vec![text(&group), int(shard)],
+                Table::InboxCounts,
+                Rows::Upsert(format!("{group} {shard}")),
+            );
+            push(
+                out,
                 &INSERT_INTERRUPT,
-                &[
+                vec![
                     text(i.interrupt_id),
                     text(i.run_id),
                     text(i.node_id),
@@ -219,34 +366,66 @@ fn apply_one(conn: &WriteConn, change: Change) -> Result<()> {
                     text(i.owner_subject),
                     int(i.created_at),
                     opt_int(i.deadline_at),
+                    text(group),
+                    int(shard),
                 ],
-            )?;
+                Table::Interrupts,
+                Rows::Insert(key),
+            );
         }
         Change::Resolve {
             interrupt_id,
             at,
             resolution,
         } => {
-            conn.execute(
+            // The count first: it reads the interrupt as still pending.
+            push(
+                out,
+                "UPDATE inbox_counts SET pending = pending - 1 WHERE (group_key, shard) IN \
+                 (SELECT inbox_group, inbox_shard FROM interrupts WHERE interrupt_id = ? AND status = 'pending')",
+                vec![text(&interrupt_id)],
+                Table::InboxCounts,
+                Rows::UpdateMany,
+            );
+            reads(out, Table::Interrupts, Key::One(interrupt_id.clone()));
+            let key = interrupt_id.clone();
+            push(
+                out,
                 "UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ? WHERE interrupt_id = ? AND status = 'pending'",
-                &[int(at), text(resolution), text(interrupt_id)],
-            )?;
+                vec![int(at), text(resolution), text(interrupt_id)],
+                Table::Interrupts,
+                Rows::Update(key),
+            );
         }
         Change::CancelPending { run_id, at } => {
-            conn.execute(
+            push(
+                out,
+                "UPDATE inbox_counts SET pending = pending - (SELECT COUNT(*) FROM interrupts i WHERE i.run_id = ? AND i.status = 'pending' \
+                 AND i.inbox_group = inbox_counts.group_key AND i.inbox_shard = inbox_counts.shard) \
+                 WHERE (group_key, shard) IN (SELECT inbox_group, inbox_shard FROM interrupts WHERE run_id = ? AND status = 'pending')",
+                vec![text(&run_id), text(&run_id)],
+                Table::InboxCounts,
+                Rows::UpdateMany,
+            );
+            reads(out, Table::Interrupts, Key::Any);
+            push(
+                out,
                 "UPDATE interrupts SET status = 'cancelled', resolved_at = ? WHERE run_id = ? AND status = 'pending'",
-                &[int(at), text(run_id)],
-            )?;
+                vec![int(at), text(run_id)],
+                Table::Interrupts,
+                Rows::UpdateMany,
+            );
         }
         Change::SupersedeVotes {
             interrupt_id,
             principal,
-        } => {
-            conn.execute(
-                "UPDATE votes SET superseded = 1 WHERE interrupt_id = ? AND principal = ? AND action <> 'ask'",
-                &[text(interrupt_id), text(principal)],
-            )?;
-        }
+        } => push(
+                out,
+            "UPDATE votes SET superseded = 1 WHERE interrupt_id = ? AND principal = ? AND action <> 'ask'",
+            vec![text(interrupt_id), text(principal)],
+            Table::Votes,
+            Rows::UpdateMany,
+        ),
         Change::Vote {
             interrupt_id,
             seq,
@@ -256,9 +435,11 @@ fn apply_one(conn: &WriteConn, change: Change) -> Result<()> {
             eligible_via,
             decided_at,
         } => {
-            conn.execute(
+            let key = format!("{interrupt_id} {seq}");
+            push(
+                out,
                 "INSERT INTO votes (interrupt_id, seq, principal, action, resume_value, eligible_via, decided_at, superseded) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
-                &[
+                vec![
                     text(interrupt_id),
                     int(seq),
                     text(principal),
@@ -267,7 +448,9 @@ fn apply_one(conn: &WriteConn, change: Change) -> Result<()> {
                     text(eligible_via),
                     int(decided_at),
                 ],
-            )?;
+                Table::Votes,
+                Rows::Insert(key),
+            );
         }
         Change::Email {
             reason,
@@ -277,21 +460,22 @@ fn apply_one(conn: &WriteConn, change: Change) -> Result<()> {
             recipient,
             address,
             at,
-        } => {
-            conn.execute(
-                "INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
-                &[
-                    text(reason),
-                    text(run_id),
-                    text(node_id),
-                    text(interrupt_id),
-                    text(recipient),
-                    opt_text(address),
-                    int(at),
-                    int(at),
-                ],
-            )?;
-        }
+        } => push(
+                out,
+            "INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+            vec![
+                text(reason),
+                text(run_id),
+                text(node_id),
+                text(interrupt_id),
+                text(recipient),
+                opt_text(address),
+                int(at),
+                int(at),
+            ],
+            Table::Outbox,
+            Rows::Insert(String::new()),
+        ),
         Change::Callback {
             event_type,
             run_id,
@@ -300,21 +484,22 @@ fn apply_one(conn: &WriteConn, change: Change) -> Result<()> {
             url,
             body,
             at,
-        } => {
-            conn.execute(
-                "INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at, body) VALUES ('callback', ?, ?, ?, ?, '', ?, 'pending', ?, ?, ?)",
-                &[
-                    text(event_type.as_str()),
-                    text(run_id),
-                    text(node_id.map(String::from).unwrap_or_default()),
-                    text(interrupt_id.unwrap_or_default()),
-                    text(url),
-                    int(at),
-                    int(at),
-                    text(body),
-                ],
-            )?;
-        }
+        } => push(
+                out,
+            "INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at, body) VALUES ('callback', ?, ?, ?, ?, '', ?, 'pending', ?, ?, ?)",
+            vec![
+                text(event_type.as_str()),
+                text(run_id),
+                text(node_id.map(String::from).unwrap_or_default()),
+                text(interrupt_id.unwrap_or_default()),
+                text(url),
+                int(at),
+                int(at),
+                text(body),
+            ],
+            Table::Outbox,
+            Rows::Insert(String::new()),
+        ),
         Change::Events { run_id, events, at } => {
             for chunk in events.chunks(MAX_ROWS) {
                 let mut args = Vec::with_capacity(chunk.len() * 7);
@@ -329,18 +514,32 @@ fn apply_one(conn: &WriteConn, change: Change) -> Result<()> {
                         int(at),
                     ]);
                 }
-                conn.execute(&INSERT_EVENTS[chunk.len()], &args)?;
+                push(
+                out,
+                    &INSERT_EVENTS[chunk.len()],
+                    args,
+                    Table::Events,
+                    Rows::Insert(String::new()),
+                );
             }
         }
         Change::Node { run_id, row, stored } => {
-            let sql = if stored {
-                "UPDATE node_states SET status = ?, visits = ?, output = ?, pending_in = ?, due_at = ?, waiting = ? WHERE run_id = ? AND node_id = ?"
+            let key = format!("{run_id} {}", row.node_id);
+            let (sql, rows) = if stored {
+                (
+                    "UPDATE node_states SET status = ?, visits = ?, output = ?, pending_in = ?, due_at = ?, waiting = ? WHERE run_id = ? AND node_id = ?",
+                    Rows::Update(key),
+                )
             } else {
-                "INSERT INTO node_states (status, visits, output, pending_in, due_at, waiting, run_id, node_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                (
+                    "INSERT INTO node_states (status, visits, output, pending_in, due_at, waiting, run_id, node_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    Rows::Insert(key),
+                )
             };
-            conn.execute(
+            push(
+                out,
                 sql,
-                &[
+                vec![
                     text(row.status.as_str()),
                     int(row.visits),
                     opt_text(row.output),
@@ -350,7 +549,9 @@ fn apply_one(conn: &WriteConn, change: Change) -> Result<()> {
                     text(run_id),
                     text(row.node_id),
                 ],
-            )?;
+                Table::NodeStates,
+                rows,
+            );
         }
         Change::Run {
             run_id,
@@ -360,9 +561,11 @@ fn apply_one(conn: &WriteConn, change: Change) -> Result<()> {
             next_sequence,
             completed_at,
         } => {
-            conn.execute(
+            let key = run_id.to_string();
+            push(
+                out,
                 "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ? WHERE run_id = ?",
-                &[
+                vec![
                     text(status.as_str()),
                     opt_text(current_node_id),
                     opt_text(error),
@@ -370,10 +573,11 @@ fn apply_one(conn: &WriteConn, change: Change) -> Result<()> {
                     opt_int(completed_at),
                     text(run_id),
                 ],
-            )?;
+                Table::Runs,
+                Rows::Update(key),
+            );
         }
     }
-    Ok(())
 }
 
 /// Rows a change set would leave, for tests that read what a rule decided.
@@ -388,4 +592,187 @@ pub(crate) fn votes_of(changes: &[Change]) -> Vec<(&str, ApprovalAction)> {
             _ => None,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_id() -> RunId {
+        RunId::trusted("t/r1".to_string())
+    }
+
+    fn node(id: &str, stored: bool) -> Change {
+        Change::Node {
+            run_id: run_id(),
+            row: NodeRow {
+                node_id: NodeId::trusted(id.to_string()),
+                status: tollgate_wire::NodeStatus::Completed,
+                visits: 1,
+                output: None,
+                pending_in: "[]".into(),
+                due_at: None,
+                waiting: None,
+            },
+            stored,
+        }
+    }
+
+    fn events() -> Change {
+        Change::Events {
+            run_id: run_id(),
+            events: vec![NewEvent {
+                sequence: 1,
+                event_type: EventType::NodeCompleted,
+                node_id: None,
+                payload: "{}".into(),
+            }],
+            at: 0,
+        }
+    }
+
+    fn run() -> Change {
+        Change::Run {
+            run_id: run_id(),
+            status: RunStatus::Completed,
+            current_node_id: None,
+            error: None,
+            next_sequence: 2,
+            completed_at: Some(0),
+        }
+    }
+
+    fn resolve(id: &str) -> Change {
+        Change::Resolve {
+            interrupt_id: id.into(),
+            at: 0,
+            resolution: "{}".into(),
+        }
+    }
+
+    fn interrupt(id: &str) -> Change {
+        Change::Interrupt(Box::new(NewInterrupt {
+            interrupt_id: id.into(),
+            run_id: run_id(),
+            node_id: NodeId::trusted("gate".to_string()),
+            key: id.into(),
+            visit: 1,
+            kind: InterruptKind::Approval,
+            payload: "{}".into(),
+            contract: "{}".into(),
+            request: "{}".into(),
+            rules: "{}".into(),
+            workflow_id: "w".into(),
+            title: "t".into(),
+            owner_subject: "owner".into(),
+            created_at: 0,
+            deadline_at: None,
+        }))
+    }
+
+    fn vote(seq: i64) -> Change {
+        Change::Vote {
+            interrupt_id: "i1".into(),
+            seq,
+            principal: "ann".into(),
+            action: ApprovalAction::Accept,
+            resume_value: "{}".into(),
+            eligible_via: "approvers".into(),
+            decided_at: 0,
+        }
+    }
+
+    fn split(changes: Vec<Change>) -> Vec<std::ops::Range<usize>> {
+        let mut statements = Vec::new();
+        for c in changes {
+            statements_of(c, &mut statements);
+        }
+        batches(&statements)
+    }
+
+    #[test]
+    fn a_resolve_travels_as_one_statement() {
+        let changes = vec![
+            Change::SupersedeVotes {
+                interrupt_id: "i1".into(),
+                principal: "ann".into(),
+            },
+            vote(2),
+            resolve("i1"),
+            events(),
+            node("gate", true),
+            node("next", false),
+            node("other", true),
+            run(),
+        ];
+        // Supersede, vote, count, resolve, events, three nodes, run.
+        assert_eq!(split(changes), vec![0..9]);
+    }
+
+    #[test]
+    fn an_update_of_a_row_written_earlier_starts_a_new_statement() {
+        // A new run is inserted, then its projection updated: the update must see the row.
+        let new_run = crate::runtime::RunRow {
+            run_id: run_id(),
+            tenant: tollgate_wire::TenantId::trusted("t".to_string()),
+            workflow_id: "w".into(),
+            workflow_digest: "d".into(),
+            status: RunStatus::Running,
+            owner: serde_json::json!({}),
+            current_node_id: None,
+            error: None,
+            inputs: serde_json::json!({}),
+            configurable: None,
+            tags: None,
+            metadata: None,
+            callback_url: None,
+            next_sequence: 1,
+            created_at: 0,
+            completed_at: None,
+            nodes_json: None,
+        };
+        let created = vec![
+            Change::NewRun(Box::new(new_run)),
+            interrupt("i1"),
+            events(),
+            node("gate", false),
+            run(),
+        ];
+        // Run, group, count, interrupt, events, node | run.
+        assert_eq!(split(created), vec![0..6, 6..7]);
+        // Two interrupts of one group in one run count on the same row, one after the other.
+        assert_eq!(split(vec![interrupt("i1"), interrupt("i2")]), vec![0..3, 3..6]);
+        // Cancelling every pending interrupt must see the one resolved just before.
+        let rejected = vec![
+            vote(1),
+            resolve("i1"),
+            Change::CancelPending {
+                run_id: run_id(),
+                at: 0,
+            },
+            events(),
+            run(),
+        ];
+        // Vote, count, resolve | count, cancel, events, run.
+        assert_eq!(split(rejected), vec![0..3, 3..7]);
+        // The same node updated twice: the second must follow the first.
+        assert_eq!(split(vec![node("a", true), node("a", true)]), vec![0..1, 1..2]);
+        // Different rows of one table share a statement; the counts they
+        // change are found by subquery, so each count waits for the one before.
+        assert_eq!(split(vec![resolve("i1"), resolve("i2")]), vec![0..2, 2..4]);
+        // Resolving one gate and raising the next: the new count follows the old.
+        assert_eq!(split(vec![resolve("i1"), interrupt("i2")]), vec![0..3, 3..5]);
+    }
+
+    #[test]
+    fn a_batch_stays_under_the_parameter_limit() {
+        let many: Vec<Change> = (0..2_000).map(|i| node(&format!("n{i}"), true)).collect();
+        let batches = split(many);
+        assert!(batches.len() > 1);
+        let statements = 2_000;
+        assert_eq!(batches.last().unwrap().end, statements);
+        for b in &batches {
+            assert!(b.len() * 8 <= MAX_BATCH_ARGS);
+        }
+    }
 }

@@ -2,34 +2,94 @@
 //! tenant's pending interrupts, a page over the groups that admit a person,
 //! the counted votes of that page, and the rules an eligibility check reads.
 
-use super::{Dialect, Store};
+use super::{Dialect, Store, WriteConn};
+use crate::args;
 use crate::clock::Millis;
 use crate::engine::inbox::InboxSort;
 use crate::error::{EngineError, Result};
 use crate::ids::TenantRange;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use tollgate_wire::{ApprovalAction, InterruptKind};
 
-/// Pending interrupts of a tenant that share a kind, stored rules, workflow
-/// and whether `me` started their run, with how many there are.
+/// Pending interrupts of a tenant that share a rule group (kind, stored
+/// rules, workflow) and whether `me` started their run, with how many there are.
 pub(crate) struct InboxGroup {
+    pub group_key: String,
     pub kind: String,
     pub eligibility: String,
     pub workflow_id: String,
     /// 1 when `me` started the run.
     pub mine: i64,
-    /// One owner of the group (all are `me` when `mine`, none otherwise).
+    /// The runs' owner as the rules see it: `me` when `mine`, else nobody.
     pub owner: String,
     pub count: i64,
 }
 
 /// A group that admits the person, by the ref that admits them (`via`).
 pub(crate) struct Admitted {
-    pub kind: String,
-    pub eligibility: String,
-    pub workflow_id: String,
+    pub group_key: String,
     pub mine: i64,
     pub via: String,
+}
+
+/// Counter rows one group's count is spread over (see migration 0011).
+const SHARDS: u64 = 64;
+
+/// The rule group of an interrupt: a digest of what decides who may answer it.
+pub(crate) fn group_key(tenant: &str, kind: InterruptKind, workflow_id: &str, eligibility: &str) -> String {
+    let mut h = Sha256::new();
+    for part in [tenant, kind.as_str(), workflow_id, eligibility] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part.as_bytes());
+    }
+    hex::encode(&h.finalize()[..16])
+}
+
+/// The counter row of a run's interrupts (FNV-1a of the run id: stable
+/// across builds and instances).
+pub(crate) fn shard_of(run_id: &str) -> i64 {
+    let hash = run_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (hash % SHARDS) as i64
+}
+
+/// Gives pending interrupts stored before the kept counts (migration 0011)
+/// their group, and rebuilds the counts from the rows when it did. Returns
+/// how many it gave a group.
+pub(crate) fn backfill(conn: &WriteConn) -> Result<usize> {
+    let rows: Vec<(String, String, InterruptKind, String, String)> = conn.query_map(
+        "SELECT interrupt_id, run_id, kind, workflow_id, eligibility FROM interrupts WHERE status = 'pending' AND inbox_group IS NULL",
+        &[],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+    )?;
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    if conn.dialect() == Dialect::Postgres {
+        // Other instances' commands wait until the counts are whole again.
+        conn.execute_batch("LOCK TABLE inbox_counts IN EXCLUSIVE MODE")?;
+    }
+    for (interrupt_id, run_id, kind, workflow_id, eligibility) in &rows {
+        let tenant = crate::ids::tenant_of(run_id);
+        let group = group_key(tenant, *kind, workflow_id, eligibility);
+        conn.execute(
+            "INSERT INTO inbox_groups (group_key, tenant, kind, workflow_id, eligibility) VALUES (?, ?, ?, ?, ?) ON CONFLICT (group_key) DO NOTHING",
+            args![group, tenant, kind.as_str(), workflow_id, eligibility],
+        )?;
+        conn.execute(
+            "UPDATE interrupts SET inbox_group = ?, inbox_shard = ? WHERE interrupt_id = ?",
+            args![group, shard_of(run_id), interrupt_id],
+        )?;
+    }
+    conn.execute("DELETE FROM inbox_counts", &[])?;
+    conn.execute(
+        "INSERT INTO inbox_counts (group_key, shard, pending) \
+         SELECT inbox_group, inbox_shard, COUNT(*) FROM interrupts WHERE status = 'pending' GROUP BY inbox_group, inbox_shard",
+        &[],
+    )?;
+    Ok(rows.len())
 }
 
 /// One row of an inbox page.
@@ -48,10 +108,11 @@ pub(crate) struct PendingRow {
 }
 
 #[derive(sqlx::FromRow)]
-struct PendingRowVia {
+struct PendingRowOf {
     #[sqlx(flatten)]
     row: PendingRow,
-    via: String,
+    inbox_group: String,
+    owner_subject: String,
 }
 
 /// A counted vote on one of a page's approvals, with the artifact it was asked about.
@@ -62,22 +123,6 @@ pub(crate) struct CountedVote {
     pub resume_value: Value,
     /// The approval's `data.artifactData`.
     pub original: Option<Value>,
-}
-
-/// Binds the admitted groups' `VALUES` rows, in the order `admitted_join` lists them.
-macro_rules! bind_admitted {
-    ($query:expr, $admitted:expr) => {{
-        let mut q = $query;
-        for a in $admitted {
-            q = q
-                .bind(&a.kind)
-                .bind(&a.eligibility)
-                .bind(&a.workflow_id)
-                .bind(a.mine)
-                .bind(&a.via);
-        }
-        q
-    }};
 }
 
 /// What one page asks for.
@@ -92,22 +137,22 @@ pub(crate) struct PageQuery<'a> {
 }
 
 impl Store {
-    /// SQLite's planner is told which index serves the inbox (see
-    /// docs/performance.md); PostgreSQL's chooses by statistics.
-    fn inbox_index_hint(&self) -> &'static str {
-        match self.dialect() {
-            Dialect::Sqlite => "INDEXED BY interrupts_inbox",
-            Dialect::Postgres => "",
-        }
-    }
-
+    /// A tenant's rule groups with pending interrupts, each split by whether
+    /// `me` started the run: the counts kept with every write, and `me`'s
+    /// own pending requests (an index of their own).
     pub(crate) async fn inbox_groups(&self, tenant: &str, me: &str) -> Result<Vec<InboxGroup>> {
+        let totals: Vec<(String, String, String, String, i64)> = sqlx::query_as(&self.q(
+            "SELECT g.group_key, g.kind, g.eligibility, g.workflow_id, CAST(SUM(c.pending) AS BIGINT) \
+             FROM inbox_groups g JOIN inbox_counts c ON c.group_key = g.group_key \
+             WHERE g.tenant = ? GROUP BY g.group_key, g.kind, g.eligibility, g.workflow_id HAVING SUM(c.pending) > 0",
+        ))
+        .bind(tenant)
+        .fetch_all(&self.read)
+        .await?;
         let range = TenantRange::of(tenant);
-        let rows: Vec<(String, String, String, i64, String, i64)> = sqlx::query_as(&self.q(&format!(
-            "SELECT kind, eligibility, workflow_id, CASE WHEN owner_subject = ? THEN 1 ELSE 0 END AS mine, MIN(owner_subject), COUNT(*) \
-             FROM interrupts {} WHERE status = 'pending' AND {} \
-             GROUP BY kind, eligibility, workflow_id, mine",
-            self.inbox_index_hint(),
+        let own: Vec<(String, i64)> = sqlx::query_as(&self.q(&format!(
+            "SELECT inbox_group, COUNT(*) FROM interrupts WHERE owner_subject = ? AND status = 'pending' AND {} \
+             GROUP BY inbox_group",
             TenantRange::sql("run_id")
         )))
         .bind(me)
@@ -115,42 +160,91 @@ impl Store {
         .bind(&range.to)
         .fetch_all(&self.read)
         .await?;
+        let mut groups = Vec::with_capacity(totals.len() + own.len());
+        for (group_key, kind, eligibility, workflow_id, total) in totals {
+            let mine = own.iter().find(|(g, _)| *g == group_key).map_or(0, |(_, n)| *n);
+            for (is_mine, count) in [(0, total - mine), (1, mine)] {
+                if count > 0 {
+                    groups.push(InboxGroup {
+                        group_key: group_key.clone(),
+                        kind: kind.clone(),
+                        eligibility: eligibility.clone(),
+                        workflow_id: workflow_id.clone(),
+                        mine: is_mine,
+                        owner: if is_mine == 1 {
+                            me.to_string()
+                        } else {
+                            String::new()
+                        },
+                        count,
+                    });
+                }
+            }
+        }
+        Ok(groups)
+    }
+
+    /// Where the kept counts of a tenant's groups differ from its pending
+    /// rows, one line each (empty when they agree; see `verify_projection`).
+    pub(crate) async fn inbox_drift(&self, tenant: &str) -> Result<Vec<String>> {
+        let range = TenantRange::of(tenant);
+        let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(&self.q(&format!(
+            "SELECT c.group_key, c.shard, c.pending, (SELECT COUNT(*) FROM interrupts i WHERE i.inbox_group = c.group_key \
+               AND i.inbox_shard = c.shard AND i.status = 'pending') FROM inbox_counts c JOIN inbox_groups g ON g.group_key = c.group_key WHERE g.tenant = ? \
+             UNION ALL SELECT COALESCE(inbox_group, '(none)'), COALESCE(inbox_shard, -1), 0, COUNT(*) FROM interrupts i WHERE status = 'pending' AND {} \
+               AND NOT EXISTS (SELECT 1 FROM inbox_counts c WHERE c.group_key = i.inbox_group AND c.shard = i.inbox_shard) \
+             GROUP BY inbox_group, inbox_shard",
+            TenantRange::sql("run_id")
+        )))
+        .bind(tenant)
+        .bind(&range.from)
+        .bind(&range.to)
+        .fetch_all(&self.read)
+        .await?;
         Ok(rows
             .into_iter()
-            .map(
-                |(kind, eligibility, workflow_id, mine, owner, count)| InboxGroup {
-                    kind,
-                    eligibility,
-                    workflow_id,
-                    mine,
-                    owner,
-                    count,
-                },
-            )
+            .filter(|(_, _, kept, actual)| kept != actual)
+            .map(|(group, shard, kept, actual)| {
+                format!("inbox count of group {group} shard {shard}: kept {kept}, pending {actual}")
+            })
             .collect())
     }
 
-    /// The join of a tenant's pending interrupts with the admitted groups
-    /// (`ok`), with the `VALUES` list they are given in.
-    fn admitted_join(&self, admitted: &[Admitted], overdue: bool) -> (String, String) {
-        let values = vec!["(?, ?, ?, ?, ?)"; admitted.len()].join(", ");
-        let overdue = if overdue { " AND i.deadline_at <= ?" } else { "" };
-        // CROSS JOIN keeps `interrupts` the outer loop: the newest/oldest
-        // page walks the covering index (migration 0005) in created_at
-        // order and stops after the page.
-        let from_where = format!(
-            "FROM interrupts i {} {} ok ON i.kind = ok.kind AND i.eligibility = ok.eligibility \
-             AND i.workflow_id = ok.workflow_id AND CASE WHEN i.owner_subject = ? THEN 1 ELSE 0 END = ok.mine \
-             WHERE i.status = 'pending' AND {}{overdue}",
-            self.inbox_index_hint(),
-            match self.dialect() {
-                Dialect::Sqlite => "CROSS JOIN",
-                Dialect::Postgres => "JOIN",
-            },
+    /// The condition picking a tenant's pending interrupts of the admitted
+    /// groups, with the texts it binds in order (then the tenant range).
+    /// A plain filter rather than a join, so that both planners walk the
+    /// page's index in order and stop after the page (see docs/performance.md).
+    fn admitted_filter<'a>(&self, admitted: &'a [Admitted], me: &'a str) -> (String, Vec<&'a str>) {
+        let mut any = Vec::new();
+        let mut terms = Vec::new();
+        let mut binds = Vec::new();
+        for a in admitted {
+            let both = admitted
+                .iter()
+                .any(|b| b.group_key == a.group_key && b.mine != a.mine);
+            if both {
+                if a.mine == 0 {
+                    any.push(a.group_key.as_str());
+                }
+            } else {
+                let owner = if a.mine == 1 { "=" } else { "<>" };
+                terms.push(format!("(i.inbox_group = ? AND i.owner_subject {owner} ?)"));
+                binds.extend([a.group_key.as_str(), me]);
+            }
+        }
+        if !any.is_empty() {
+            terms.insert(
+                0,
+                format!("i.inbox_group IN ({})", vec!["?"; any.len()].join(", ")),
+            );
+            binds.splice(0..0, any);
+        }
+        let sql = format!(
+            "i.status = 'pending' AND ({}) AND {}",
+            terms.join(" OR "),
             TenantRange::sql("i.run_id")
         );
-        let with = format!("WITH ok(kind, eligibility, workflow_id, mine, via) AS (VALUES {values}) ");
-        (with, from_where)
+        (sql, binds)
     }
 
     /// How many pending interrupts of the admitted groups are overdue at `now`.
@@ -165,13 +259,17 @@ impl Store {
             return Ok(0);
         }
         let range = TenantRange::of(tenant);
-        let (with, from_where) = self.admitted_join(admitted, true);
+        let (filter, binds) = self.admitted_filter(admitted, me);
         let sql = self
-            .q(&format!("{with}SELECT COUNT(*) {from_where}"))
+            .q(&format!(
+                "SELECT COUNT(*) FROM interrupts i WHERE {filter} AND i.deadline_at <= ?"
+            ))
             .into_owned();
-        let q = bind_admitted!(sqlx::query_scalar::<_, i64>(&sql), admitted);
-        Ok(q.bind(me)
-            .bind(&range.from)
+        let mut q = sqlx::query_scalar::<_, i64>(&sql);
+        for b in binds {
+            q = q.bind(b);
+        }
+        Ok(q.bind(&range.from)
             .bind(&range.to)
             .bind(now)
             .fetch_one(&self.read)
@@ -188,32 +286,60 @@ impl Store {
             return Ok(vec![]);
         }
         let range = TenantRange::of(page.tenant);
-        let (with, from_where) = self.admitted_join(admitted, page.overdue_at.is_some());
-        let order = match page.sort {
-            InboxSort::Newest => "i.created_at DESC, i.interrupt_id",
-            InboxSort::Oldest => "i.created_at ASC, i.interrupt_id",
-            InboxSort::Deadline => {
-                "i.deadline_at IS NULL, i.deadline_at ASC, i.created_at ASC, i.interrupt_id"
-            }
+        let (filter, binds) = self.admitted_filter(admitted, page.me);
+        let overdue = if page.overdue_at.is_some() {
+            " AND i.deadline_at <= ?"
+        } else {
+            ""
+        };
+        // Each order has an index that serves it (migrations 0011 and
+        // postgres/0002); SQLite is told which, PostgreSQL chooses by statistics.
+        let (order, index) = match (page.sort, self.dialect()) {
+            (InboxSort::Newest, _) => ("i.created_at DESC, i.interrupt_id", "interrupts_inbox"),
+            (InboxSort::Oldest, _) => ("i.created_at ASC, i.interrupt_id", "interrupts_inbox"),
+            // Without a deadline last: the same order, spelled as each index sorts.
+            (InboxSort::Deadline, Dialect::Sqlite) => (
+                "i.deadline_at IS NULL, i.deadline_at, i.created_at, i.interrupt_id",
+                "interrupts_inbox_deadline",
+            ),
+            (InboxSort::Deadline, Dialect::Postgres) => (
+                "i.deadline_at ASC NULLS LAST, i.created_at, i.interrupt_id",
+                "interrupts_inbox_deadline",
+            ),
+        };
+        let hint = match self.dialect() {
+            Dialect::Sqlite => format!("INDEXED BY {index}"),
+            Dialect::Postgres => String::new(),
         };
         let sql = self
             .q(&format!(
-                "{with}SELECT i.interrupt_id, i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.eligibility, \
-                 i.created_at, i.deadline_at, ok.via {from_where} ORDER BY {order} LIMIT ? OFFSET ?"
+                "SELECT i.interrupt_id, i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.eligibility, \
+                 i.created_at, i.deadline_at, i.inbox_group, i.owner_subject FROM interrupts i {hint} \
+                 WHERE {filter}{overdue} ORDER BY {order} LIMIT ? OFFSET ?"
             ))
             .into_owned();
-        let mut q = bind_admitted!(sqlx::query_as::<_, PendingRowVia>(&sql), admitted);
-        q = q.bind(page.me).bind(&range.from).bind(&range.to);
+        let mut q = sqlx::query_as::<_, PendingRowOf>(&sql);
+        for b in binds {
+            q = q.bind(b);
+        }
+        q = q.bind(&range.from).bind(&range.to);
         if let Some(now) = page.overdue_at {
             q = q.bind(now);
         }
-        Ok(q.bind(page.limit)
-            .bind(page.offset)
-            .fetch_all(&self.read)
-            .await?
-            .into_iter()
-            .map(|r| (r.row, r.via))
-            .collect())
+        let rows = q.bind(page.limit).bind(page.offset).fetch_all(&self.read).await?;
+        rows.into_iter()
+            .map(|r| {
+                let mine = i64::from(r.owner_subject == page.me);
+                let via = admitted
+                    .iter()
+                    .find(|a| a.group_key == r.inbox_group && a.mine == mine)
+                    .map(|a| a.via.clone())
+                    .ok_or_else(|| {
+                        EngineError::Storage(format!("inbox row {} outside its groups", r.row.interrupt_id))
+                    })?;
+                Ok((r.row, via))
+            })
+            .collect()
     }
 
     /// The counted votes on these interrupts, in one query.

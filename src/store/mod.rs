@@ -44,6 +44,15 @@ pub trait Tx {
     fn execute_args(&self, sql: &str, args: &[Val]) -> Result<u64>;
     /// Runs statements without arguments (savepoints).
     fn execute_batch(&self, sql: &str) -> Result<()>;
+    /// Runs writes as if one after the other. A back end where each
+    /// statement is a round trip sends them as one; the caller only groups
+    /// statements that need not see each other's rows (`changes::apply`).
+    fn execute_together(&self, statements: &[(&str, &[Val])]) -> Result<()> {
+        for (sql, args) in statements {
+            self.execute_args(sql, args)?;
+        }
+        Ok(())
+    }
 }
 
 /// The connection a write command sees (borrowed for the command only).

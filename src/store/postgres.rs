@@ -173,6 +173,31 @@ impl Tx for PgTx<'_> {
         Ok(done.rows_affected())
     }
 
+    /// One statement: every write but the last becomes a data-modifying
+    /// `WITH` member (executed though never referenced), so a command's
+    /// writes cost one round trip.
+    fn execute_together(&self, statements: &[(&str, &[Val])]) -> Result<()> {
+        let Some(((last_sql, last_args), members)) = statements.split_last() else {
+            return Ok(());
+        };
+        if members.is_empty() {
+            return self.execute_args(last_sql, last_args).map(drop);
+        }
+        let mut sql = String::from("WITH ");
+        let mut args = Vec::with_capacity(statements.iter().map(|(_, a)| a.len()).sum());
+        for (i, (member, member_args)) in members.iter().enumerate() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("w{i} AS ({member})"));
+            args.extend_from_slice(member_args);
+        }
+        sql.push(' ');
+        sql.push_str(last_sql);
+        args.extend_from_slice(last_args);
+        self.execute_args(&sql, &args).map(drop)
+    }
+
     fn execute_batch(&self, sql: &str) -> Result<()> {
         let mut conn = self.conn.borrow_mut();
         self.handle.block_on((&mut **conn).execute(sql))?;
