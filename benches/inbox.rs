@@ -50,8 +50,8 @@ async fn fill(url: &str, template: &str, n: usize) {
          FROM n, (SELECT * FROM runs WHERE run_id = {mark}) t"
     );
     let interrupts = format!(
-        "{series}INSERT INTO interrupts (interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, request, eligibility, workflow_id, title, owner_subject, created_at, deadline_at, resolved_at, resolution, inbox_group, inbox_shard) \
-         SELECT 'fill-' || n.i, 'bench/fill-' || n.i, t.node_id, t.key, t.visit, t.kind, 'resolved', t.payload, t.contract, t.request, t.eligibility, t.workflow_id, t.title, t.owner_subject, t.created_at - 86400000 - n.i, t.deadline_at, t.created_at - n.i, '{{}}', t.inbox_group, t.inbox_shard \
+        "{series}INSERT INTO interrupts (interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, request, eligibility, workflow_id, title, owner_subject, created_at, deadline_at, resolved_at, resolution, inbox_group) \
+         SELECT 'fill-' || n.i, 'bench/fill-' || n.i, t.node_id, t.key, t.visit, t.kind, 'resolved', t.payload, t.contract, t.request, t.eligibility, t.workflow_id, t.title, t.owner_subject, t.created_at - 86400000 - n.i, t.deadline_at, t.created_at - n.i, '{{}}', t.inbox_group \
          FROM n, (SELECT * FROM interrupts WHERE run_id = {mark}) t"
     );
     for sql in [runs, interrupts] {

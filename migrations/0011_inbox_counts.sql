@@ -1,13 +1,12 @@
 -- The inbox reads a tenant's pending interrupts by rule group from counts
 -- kept with every write (src/store/changes.rs) instead of grouping every
 -- pending row on each view. `inbox_group` is the digest of (tenant, kind,
--- workflow, stored rules), `inbox_shard` a slot chosen by the run: one
--- group's count is spread over rows so that, on PostgreSQL, commands on
--- different runs seldom wait for the same counter row. Pending rows written
--- before this migration get their group when the engine opens
--- (`store::inbox::backfill`).
+-- workflow, stored rules). A group's count is the sum of its rows in
+-- `inbox_counts`, one per `shard`: on PostgreSQL each connection adds to its
+-- own row, so concurrent commands never wait for one counter row (a row may
+-- go below zero; the sum does not). Pending rows written before this
+-- migration get their group when the engine opens (`store::inbox::backfill`).
 ALTER TABLE interrupts ADD COLUMN inbox_group TEXT;
-ALTER TABLE interrupts ADD COLUMN inbox_shard INTEGER;
 
 CREATE TABLE inbox_groups (
     group_key   TEXT PRIMARY KEY,
@@ -37,5 +36,5 @@ CREATE INDEX interrupts_inbox ON interrupts
 
 -- Deadline order (soonest first, none last), as `interrupts_inbox` serves age order.
 CREATE INDEX interrupts_inbox_deadline ON interrupts
-    (deadline_at IS NULL, deadline_at, created_at, status, run_id, inbox_group, owner_subject, kind, workflow_id, eligibility, interrupt_id, node_id, title)
+    (deadline_at IS NULL, deadline_at, created_at, run_id, inbox_group, owner_subject)
     WHERE status = 'pending';

@@ -503,6 +503,7 @@ impl<'a> Exec<'a> {
         let node_id = interrupt.node_id.as_str();
         self.changes.push(Change::Resolve {
             interrupt_id: interrupt.interrupt_id.clone(),
+            inbox: interrupt.inbox_group.clone(),
             at: self.now,
             resolution: resolved.to_string(),
         });
@@ -1035,6 +1036,7 @@ mod tests {
             deadline_at: None,
             resolved_at: None,
             resolution: None,
+            inbox_group: None,
             votes_json: Some(votes.to_string()),
         }
     }

@@ -2117,7 +2117,7 @@ async fn inbox_counts_are_rebuilt_when_the_engine_opens() {
     let url = tollgate::store::testing::database_url(&path).await.unwrap();
     let pool = sqlx::AnyPool::connect(&url).await.unwrap();
     for sql in [
-        "UPDATE interrupts SET inbox_group = NULL, inbox_shard = NULL",
+        "UPDATE interrupts SET inbox_group = NULL",
         "DELETE FROM inbox_counts",
         "DELETE FROM inbox_groups",
     ] {

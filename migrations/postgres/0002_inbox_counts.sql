@@ -1,6 +1,5 @@
 -- The inbox's kept counts: see migrations/0011_inbox_counts.sql.
 ALTER TABLE interrupts ADD COLUMN inbox_group TEXT COLLATE "C";
-ALTER TABLE interrupts ADD COLUMN inbox_shard BIGINT;
 
 CREATE TABLE inbox_groups (
     group_key   TEXT COLLATE "C" PRIMARY KEY,

@@ -10,6 +10,7 @@ use crate::error::{EngineError, Result};
 use crate::ids::TenantRange;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::sync::LazyLock;
 use tollgate_wire::{ApprovalAction, InterruptKind};
 
 /// Pending interrupts of a tenant that share a rule group (kind, stored
@@ -33,9 +34,6 @@ pub(crate) struct Admitted {
     pub via: String,
 }
 
-/// Counter rows one group's count is spread over (see migration 0011).
-const SHARDS: u64 = 64;
-
 /// The rule group of an interrupt: a digest of what decides who may answer it.
 pub(crate) fn group_key(tenant: &str, kind: InterruptKind, workflow_id: &str, eligibility: &str) -> String {
     let mut h = Sha256::new();
@@ -46,13 +44,49 @@ pub(crate) fn group_key(tenant: &str, kind: InterruptKind, workflow_id: &str, el
     hex::encode(&h.finalize()[..16])
 }
 
-/// The counter row of a run's interrupts (FNV-1a of the run id: stable
-/// across builds and instances).
-pub(crate) fn shard_of(run_id: &str) -> i64 {
-    let hash = run_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+/// The counter row a command adds to: one group's count is the sum of its
+/// rows. On PostgreSQL each connection has its own (by backend process, of
+/// which at most one command runs at a time), so that concurrent commands
+/// never wait for each other's counter row; SQLite has one writer and one row.
+fn slot(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => "0",
+        Dialect::Postgres => "(pg_backend_pid() % 256)",
+    }
+}
+
+/// `INSERT … ON CONFLICT` adding `delta` (±1) to the group's count on this
+/// connection's counter row (binds the group key).
+pub(crate) fn add_to_count(dialect: Dialect, delta: i64) -> &'static str {
+    static SQL: LazyLock<[[String; 2]; 2]> = LazyLock::new(|| {
+        [Dialect::Sqlite, Dialect::Postgres].map(|d| {
+            [1, -1].map(|delta| {
+                format!(
+                    "INSERT INTO inbox_counts (group_key, shard, pending) VALUES (?, {}, {delta}) \
+                     ON CONFLICT (group_key, shard) DO UPDATE SET pending = inbox_counts.pending + excluded.pending",
+                    slot(d)
+                )
+            })
+        })
     });
-    (hash % SHARDS) as i64
+    &SQL[usize::from(dialect == Dialect::Postgres)][usize::from(delta < 0)]
+}
+
+/// Takes a run's pending interrupts off their groups' counts (binds the run id;
+/// run it before they are closed).
+pub(crate) fn uncount_run(dialect: Dialect) -> &'static str {
+    static SQL: LazyLock<[String; 2]> = LazyLock::new(|| {
+        [Dialect::Sqlite, Dialect::Postgres].map(|d| {
+            format!(
+                "INSERT INTO inbox_counts (group_key, shard, pending) \
+                 SELECT inbox_group, {}, -COUNT(*) FROM interrupts WHERE run_id = ? AND status = 'pending' AND inbox_group IS NOT NULL \
+                 GROUP BY inbox_group \
+                 ON CONFLICT (group_key, shard) DO UPDATE SET pending = inbox_counts.pending + excluded.pending",
+                slot(d)
+            )
+        })
+    });
+    &SQL[usize::from(dialect == Dialect::Postgres)]
 }
 
 /// Gives pending interrupts stored before the kept counts (migration 0011)
@@ -79,14 +113,14 @@ pub(crate) fn backfill(conn: &WriteConn) -> Result<usize> {
             args![group, tenant, kind.as_str(), workflow_id, eligibility],
         )?;
         conn.execute(
-            "UPDATE interrupts SET inbox_group = ?, inbox_shard = ? WHERE interrupt_id = ?",
-            args![group, shard_of(run_id), interrupt_id],
+            "UPDATE interrupts SET inbox_group = ? WHERE interrupt_id = ?",
+            args![group, interrupt_id],
         )?;
     }
     conn.execute("DELETE FROM inbox_counts", &[])?;
     conn.execute(
         "INSERT INTO inbox_counts (group_key, shard, pending) \
-         SELECT inbox_group, inbox_shard, COUNT(*) FROM interrupts WHERE status = 'pending' GROUP BY inbox_group, inbox_shard",
+         SELECT inbox_group, 0, COUNT(*) FROM interrupts WHERE status = 'pending' GROUP BY inbox_group",
         &[],
     )?;
     Ok(rows.len())
@@ -188,12 +222,11 @@ impl Store {
     /// rows, one line each (empty when they agree; see `verify_projection`).
     pub(crate) async fn inbox_drift(&self, tenant: &str) -> Result<Vec<String>> {
         let range = TenantRange::of(tenant);
-        let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(&self.q(&format!(
-            "SELECT c.group_key, c.shard, c.pending, (SELECT COUNT(*) FROM interrupts i WHERE i.inbox_group = c.group_key \
-               AND i.inbox_shard = c.shard AND i.status = 'pending') FROM inbox_counts c JOIN inbox_groups g ON g.group_key = c.group_key WHERE g.tenant = ? \
-             UNION ALL SELECT COALESCE(inbox_group, '(none)'), COALESCE(inbox_shard, -1), 0, COUNT(*) FROM interrupts i WHERE status = 'pending' AND {} \
-               AND NOT EXISTS (SELECT 1 FROM inbox_counts c WHERE c.group_key = i.inbox_group AND c.shard = i.inbox_shard) \
-             GROUP BY inbox_group, inbox_shard",
+        let rows: Vec<(String, i64, i64)> = sqlx::query_as(&self.q(&format!(
+            "SELECT g.group_key, CAST(COALESCE((SELECT SUM(c.pending) FROM inbox_counts c WHERE c.group_key = g.group_key), 0) AS BIGINT), \
+               (SELECT COUNT(*) FROM interrupts i WHERE i.inbox_group = g.group_key AND i.status = 'pending') \
+             FROM inbox_groups g WHERE g.tenant = ? \
+             UNION ALL SELECT '(none)', 0, COUNT(*) FROM interrupts WHERE status = 'pending' AND inbox_group IS NULL AND {}",
             TenantRange::sql("run_id")
         )))
         .bind(tenant)
@@ -203,9 +236,9 @@ impl Store {
         .await?;
         Ok(rows
             .into_iter()
-            .filter(|(_, _, kept, actual)| kept != actual)
-            .map(|(group, shard, kept, actual)| {
-                format!("inbox count of group {group} shard {shard}: kept {kept}, pending {actual}")
+            .filter(|(_, kept, actual)| kept != actual)
+            .map(|(group, kept, actual)| {
+                format!("inbox count of group {group}: kept {kept}, pending {actual}")
             })
             .collect())
     }

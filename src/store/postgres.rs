@@ -1,35 +1,46 @@
 //! The PostgreSQL back end, for any number of instances on one database.
 //!
-//! Each command is one transaction on a pooled connection. Commands on the
-//! same run are serialised by the run row's lock (`SELECT … FOR UPDATE`, see
-//! `runtime::load_run_for_update`), whichever instance runs them; a command
-//! that fails rolls back alone. Commits wait for the WAL flush
-//! (`synchronous_commit = on`) under [`Durability::Full`].
+//! Each command is one transaction on one of the instance's write
+//! connections. Commands on the same run are serialised by the run row's
+//! lock (`SELECT … FOR UPDATE`, see `runtime::load_run_for_update`),
+//! whichever instance runs them; a command that fails rolls back alone.
+//! Commits wait for the WAL flush (`synchronous_commit = on`) under
+//! [`Durability::Full`].
 //!
 //! Commands are synchronous closures (the same rules run on SQLite's writer
-//! thread), so each runs on a blocking thread that drives its connection.
+//! thread). Each write connection belongs to its own thread, which drives it
+//! on a single-threaded runtime of its own: a command's statements are then
+//! plain socket round trips on that thread, with no hand-off to another
+//! thread per statement (which cost more than the statements; see
+//! docs/performance.md). A command is handed over once and answered once.
 
 use super::{Dialect, Durability, Row, Tx, Val, WriteConn};
 use crate::error::{EngineError, Result};
 use sqlx::any::AnyPoolOptions;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{AnyPool, Column, Executor, PgConnection, PgPool, Row as _, TypeInfo, ValueRef};
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{AnyPool, Column, Connection, Executor, PgConnection, Row as _, TypeInfo, ValueRef};
 use std::cell::RefCell;
 use std::panic::AssertUnwindSafe;
 use std::str::FromStr;
-use tokio::runtime::Handle;
+use std::sync::{mpsc, Arc, Mutex};
+use tokio::runtime::Runtime;
+use tokio::sync::oneshot;
 
-/// Connections for write commands per instance; each command holds one for
-/// its transaction, so this bounds the commands in flight.
-const WRITE_CONNECTIONS: u32 = 16;
+/// Write connections (and their threads) per instance; each command holds
+/// one for its transaction, so this bounds the commands in flight.
+const WRITE_CONNECTIONS: usize = 16;
 const READ_CONNECTIONS: u32 = 8;
+
+/// A command, as its connection's thread runs it; `false` when it failed
+/// (the thread then checks the connection is still good).
+type Job = Box<dyn FnOnce(&Runtime, &mut PgConnection) -> bool + Send>;
 
 #[derive(Clone)]
 pub(super) struct PgWriter {
-    pool: PgPool,
+    jobs: mpsc::Sender<Job>,
 }
 
-/// Connects, applies the PostgreSQL migrations and opens the pools.
+/// Connects, applies the PostgreSQL migrations and starts the write connections.
 pub(super) async fn open(url: &str, durability: Durability) -> Result<(PgWriter, AnyPool)> {
     let options =
         PgConnectOptions::from_str(url).map_err(|e| EngineError::Storage(format!("database url: {e}")))?;
@@ -38,23 +49,61 @@ pub(super) async fn open(url: &str, durability: Durability) -> Result<(PgWriter,
         Durability::Relaxed => "off",
     };
     let options = options.options([("synchronous_commit", commit)]);
-    let pool = PgPoolOptions::new()
-        .max_connections(WRITE_CONNECTIONS)
-        .min_connections(1)
-        .connect_with(options)
-        .await?;
+    let mut conn = PgConnection::connect_with(&options).await?;
     // Instances starting together apply each migration once: sqlx's migrator
     // takes an advisory lock on the database while it runs.
     sqlx::migrate!("./migrations/postgres")
-        .run(&pool)
+        .run(&mut conn)
         .await
         .map_err(|e| EngineError::Storage(format!("migrations: {e}")))?;
+    conn.close().await?;
     let read = AnyPoolOptions::new()
         .max_connections(READ_CONNECTIONS)
         .min_connections(1)
         .connect(url)
         .await?;
-    Ok((PgWriter { pool }, read))
+    let (jobs, queue) = mpsc::channel::<Job>();
+    let queue = Arc::new(Mutex::new(queue));
+    for i in 0..WRITE_CONNECTIONS {
+        let (queue, options) = (queue.clone(), options.clone());
+        std::thread::Builder::new()
+            .name(format!("tollgate-pg-writer-{i}"))
+            .spawn(move || connection_thread(&queue, &options))
+            .map_err(|e| EngineError::Storage(format!("write thread: {e}")))?;
+    }
+    Ok((PgWriter { jobs }, read))
+}
+
+/// Runs commands on one connection until the writer is dropped. Connects on
+/// the first command, and again after a command that left the connection
+/// broken (the database restarted, the network dropped).
+fn connection_thread(queue: &Mutex<mpsc::Receiver<Job>>, options: &PgConnectOptions) {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+        tracing::error!("a PostgreSQL write thread could not start its runtime");
+        return;
+    };
+    let mut conn: Option<PgConnection> = None;
+    loop {
+        let job = match queue.lock().map(|q| q.recv()) {
+            Ok(Ok(job)) => job,
+            _ => return, // the writer is gone
+        };
+        if conn.is_none() {
+            match rt.block_on(PgConnection::connect_with(options)) {
+                Ok(c) => conn = Some(c),
+                Err(e) => {
+                    // The job is dropped unanswered: its caller sees the error below.
+                    tracing::warn!(error = %e, "connecting a write connection failed");
+                    drop(job);
+                    continue;
+                }
+            }
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        if !job(&rt, c) && rt.block_on(c.ping()).is_err() {
+            conn = None;
+        }
+    }
 }
 
 impl PgWriter {
@@ -64,42 +113,45 @@ impl PgWriter {
         T: Send + 'static,
         F: FnOnce(&WriteConn) -> Result<T> + Send + 'static,
     {
-        let mut conn = self.pool.acquire().await?;
-        let handle = Handle::current();
-        let (result, conn) = tokio::task::spawn_blocking(move || {
-            let result = run_command(&handle, &mut conn, op);
-            (result, conn)
-        })
-        .await
-        .map_err(|e| EngineError::Storage(format!("write command: {e}")))?;
-        drop(conn);
-        result
+        let (answer, answered) = oneshot::channel();
+        let job: Job = Box::new(move |rt, conn| {
+            let result = run_command(rt, conn, op);
+            let ok = result.is_ok();
+            let _ = answer.send(result);
+            ok
+        });
+        self.jobs
+            .send(job)
+            .map_err(|_| EngineError::Storage("the PostgreSQL writer stopped".into()))?;
+        answered
+            .await
+            .map_err(|_| EngineError::Storage("the database could not be reached for this write".into()))?
     }
 }
 
-fn run_command<T, F>(handle: &Handle, conn: &mut PgConnection, op: F) -> Result<T>
+fn run_command<T, F>(rt: &Runtime, conn: &mut PgConnection, op: F) -> Result<T>
 where
     F: FnOnce(&WriteConn) -> Result<T>,
 {
-    handle.block_on(conn.execute("BEGIN"))?;
+    rt.block_on(conn.execute("BEGIN"))?;
     let outcome = {
         let tx = PgTx {
-            handle,
+            rt,
             conn: RefCell::new(&mut *conn),
         };
         std::panic::catch_unwind(AssertUnwindSafe(|| op(&tx)))
     };
     match outcome {
         Ok(Ok(value)) => {
-            handle.block_on(conn.execute("COMMIT"))?;
+            rt.block_on(conn.execute("COMMIT"))?;
             Ok(value)
         }
         Ok(Err(e)) => {
-            handle.block_on(conn.execute("ROLLBACK"))?;
+            rt.block_on(conn.execute("ROLLBACK"))?;
             Err(e)
         }
         Err(_) => {
-            handle.block_on(conn.execute("ROLLBACK"))?;
+            rt.block_on(conn.execute("ROLLBACK"))?;
             Err(EngineError::Storage(
                 "a write command panicked; nothing of it was kept".into(),
             ))
@@ -109,7 +161,7 @@ where
 
 /// A command's transaction on one PostgreSQL connection.
 struct PgTx<'c> {
-    handle: &'c Handle,
+    rt: &'c Runtime,
     conn: RefCell<&'c mut PgConnection>,
 }
 
@@ -159,7 +211,7 @@ impl Tx for PgTx<'_> {
         let sql = Dialect::Postgres.placeholders(sql);
         let mut conn = self.conn.borrow_mut();
         let rows = self
-            .handle
+            .rt
             .block_on(bind(sqlx::query(&sql), args).fetch_all(&mut **conn))?;
         rows.iter().map(decode).collect()
     }
@@ -168,7 +220,7 @@ impl Tx for PgTx<'_> {
         let sql = Dialect::Postgres.placeholders(sql);
         let mut conn = self.conn.borrow_mut();
         let done = self
-            .handle
+            .rt
             .block_on(bind(sqlx::query(&sql), args).execute(&mut **conn))?;
         Ok(done.rows_affected())
     }
@@ -200,7 +252,7 @@ impl Tx for PgTx<'_> {
 
     fn execute_batch(&self, sql: &str) -> Result<()> {
         let mut conn = self.conn.borrow_mut();
-        self.handle.block_on((&mut **conn).execute(sql))?;
+        self.rt.block_on((&mut **conn).execute(sql))?;
         Ok(())
     }
 }

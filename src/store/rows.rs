@@ -116,11 +116,13 @@ pub(crate) struct InterruptRow {
     pub deadline_at: Option<Millis>,
     pub resolved_at: Option<Millis>,
     pub resolution: Option<Value>,
+    /// The inbox rule group the interrupt counts in while pending.
+    pub inbox_group: Option<String>,
     /// Votes as JSON `[principal, action, superseded, is_override, resume_value]`, when loaded with the interrupt.
     pub votes_json: Option<String>,
 }
 
-pub(crate) const INTERRUPT_COLUMNS: &str = "interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, request, eligibility, workflow_id, title, owner_subject, created_at, deadline_at, resolved_at, resolution";
+pub(crate) const INTERRUPT_COLUMNS: &str = "interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, request, eligibility, workflow_id, title, owner_subject, created_at, deadline_at, resolved_at, resolution, inbox_group";
 
 impl InterruptRow {
     /// Decodes a row selected with [`INTERRUPT_COLUMNS`] (and optionally `votes_json`), from either pool.
@@ -152,7 +154,8 @@ impl InterruptRow {
             deadline_at: row.get(15)?,
             resolved_at: row.get(16)?,
             resolution: row.opt_json(17)?,
-            votes_json: if row.has(18) { row.get(18)? } else { None },
+            inbox_group: row.get(18)?,
+            votes_json: if row.has(19) { row.get(19)? } else { None },
         })
     }
 }
