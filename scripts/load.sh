@@ -2,7 +2,8 @@
 # HTTP load test: starts a release server on a fresh database (durability
 # full unless DURABILITY=relaxed), creates RUNS runs suspended at an approval
 # gate and resolves them with CONCURRENCY clients. Prints runs/s, resolves/s,
-# p50 and p99. Only loopback traffic; stops by itself.
+# p50 and p99, and the servers' and the load client's CPU per request. Only
+# loopback traffic; stops by itself.
 # DATABASE=sqlite (default: a fresh file) or postgres (a fresh database on the
 # private server of scripts/pg.sh); INSTANCES=N servers on that database,
 # requests spread over them (each run resolved on another instance than the
@@ -56,4 +57,5 @@ for i in $(seq "$INSTANCES"); do
 done
 url=$(IFS=,; echo "${urls[*]}")
 echo "server $BIN at $url ($DATABASE, $INSTANCES instance(s)), durability $DURABILITY, $RUNS runs, concurrency $CONCURRENCY"
-target/release/examples/load --url "$url" --key load-test-key-0123456789 --runs "$RUNS" --concurrency "$CONCURRENCY"
+target/release/examples/load --url "$url" --key load-test-key-0123456789 --runs "$RUNS" --concurrency "$CONCURRENCY" \
+  --server-pids "$(IFS=,; echo "${pids[*]}")"

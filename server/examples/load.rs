@@ -5,7 +5,9 @@
 //!     --url http://127.0.0.1:3000 --key KEY --runs 4000 --concurrency 16
 //!
 //! `--url` may list several instances, comma-separated: requests go to them
-//! in turn (a round-robin load balancer).
+//! in turn (a round-robin load balancer). `--server-pids 12,34` (Linux) adds
+//! the CPU those processes spent per request in each phase, and the load
+//! client's own, so a reader can see the client was not the bottleneck.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -17,6 +19,7 @@ struct Args {
     runs: usize,
     concurrency: usize,
     workflow: String,
+    server_pids: Vec<u32>,
 }
 
 fn parse_args() -> Args {
@@ -26,6 +29,7 @@ fn parse_args() -> Args {
         runs: 2000,
         concurrency: 16,
         workflow: "conformance-approval".into(),
+        server_pids: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -36,6 +40,12 @@ fn parse_args() -> Args {
             "--runs" => a.runs = val().parse().expect("--runs N"),
             "--concurrency" => a.concurrency = val().parse().expect("--concurrency C"),
             "--workflow" => a.workflow = val(),
+            "--server-pids" => {
+                a.server_pids = val()
+                    .split(',')
+                    .map(|p| p.parse().expect("--server-pids PID,PID"))
+                    .collect()
+            }
             other => panic!("unknown flag {other}"),
         }
     }
@@ -85,9 +95,44 @@ where
     (start.elapsed(), all)
 }
 
-fn report(name: &str, n: usize, wall: Duration, lat: &[Duration]) {
+/// CPU time (user + system) a process has used so far, from `/proc/PID/stat`.
+fn cpu_time(pid: &str) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // USER_HZ is 100 on every Linux architecture Tollgate targets.
+    Some(Duration::from_millis(ticks * 10))
+}
+
+/// CPU used by the servers and by this client, to subtract across a phase.
+fn cpu_sample(pids: &[u32]) -> Option<(Duration, Duration)> {
+    let mut servers = Duration::ZERO;
+    for pid in pids {
+        servers += cpu_time(&pid.to_string())?;
+    }
+    Some((servers, cpu_time("self")?))
+}
+
+fn report(
+    name: &str,
+    n: usize,
+    wall: Duration,
+    lat: &[Duration],
+    cpu: Option<((Duration, Duration), (Duration, Duration))>,
+) {
+    let per = |d: Duration| d.as_secs_f64() * 1e3 / n as f64;
+    let cpu = match cpu {
+        Some(((s0, c0), (s1, c1))) => format!(
+            "   server CPU {:.3} ms/req   client CPU {:.3} ms/req",
+            per(s1.saturating_sub(s0)),
+            per(c1.saturating_sub(c0))
+        ),
+        None => String::new(),
+    };
     println!(
-        "{name:<8} n={n:<6} {:>8.0}/s   p50 {:>7.2} ms   p99 {:>7.2} ms",
+        "{name:<8} n={n:<6} {:>8.0}/s   p50 {:>7.2} ms   p99 {:>7.2} ms{cpu}",
         n as f64 / wall.as_secs_f64(),
         percentile(lat, 0.50).as_secs_f64() * 1e3,
         percentile(lat, 0.99).as_secs_f64() * 1e3,
@@ -111,6 +156,9 @@ async fn main() {
         args.workflow.clone(),
         run_ids.clone(),
     );
+    let pids = args.server_pids.clone();
+    let sample = move || (!pids.is_empty()).then(|| cpu_sample(&pids)).flatten();
+    let before = sample();
     let (wall, lat) = phase(args.runs, args.concurrency, move |i| {
         let (c, a, u, w, ids) = (
             c.clone(),
@@ -133,9 +181,10 @@ async fn main() {
         }
     })
     .await;
-    report("create", args.runs, wall, &lat);
+    report("create", args.runs, wall, &lat, before.zip(sample()));
 
     let (c, a, u) = (client.clone(), auth.clone(), args.urls.clone());
+    let before = sample();
     let (wall, lat) = phase(args.runs, args.concurrency, move |i| {
         // The other instance than the one that created the run.
         let (c, a, u) = (c.clone(), a.clone(), u[(i + 1) % u.len()].clone());
@@ -152,5 +201,5 @@ async fn main() {
         }
     })
     .await;
-    report("resolve", args.runs, wall, &lat);
+    report("resolve", args.runs, wall, &lat, before.zip(sample()));
 }

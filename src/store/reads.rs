@@ -33,6 +33,13 @@ pub(crate) struct InterruptQuery<'a> {
     pub limit: i64,
 }
 
+/// The deadline sweep (every timer tick): walks `interrupts_deadline` from
+/// the oldest deadline and stops at `now`, whatever the size of the inbox.
+pub(super) const DUE_DEADLINES_SQL: &str = "SELECT interrupt_id, run_id FROM interrupts WHERE status = 'pending' AND deadline_at IS NOT NULL AND deadline_at <= ? ORDER BY deadline_at LIMIT 200";
+
+/// The delay sweep (every timer tick), on `node_states_due`.
+pub(super) const DUE_DELAYS_SQL: &str = "SELECT run_id, node_id FROM node_states WHERE due_at IS NOT NULL AND due_at <= ? AND status = 'waiting' ORDER BY due_at LIMIT 200";
+
 impl Store {
     pub(crate) async fn run(&self, run_id: &str) -> Result<Option<RunRow>> {
         let sql = self
@@ -170,22 +177,18 @@ impl Store {
 
     /// Pending interrupts whose deadline has passed, soonest first: (interrupt, run).
     pub(crate) async fn due_deadlines(&self, now: Millis) -> Result<Vec<(String, String)>> {
-        Ok(sqlx::query_as(&self.q(
-            "SELECT interrupt_id, run_id FROM interrupts WHERE status = 'pending' AND deadline_at IS NOT NULL AND deadline_at <= ? ORDER BY deadline_at LIMIT 200",
-        ))
-        .bind(now)
-        .fetch_all(&self.read)
-        .await?)
+        Ok(sqlx::query_as(&self.q(DUE_DEADLINES_SQL))
+            .bind(now)
+            .fetch_all(&self.read)
+            .await?)
     }
 
     /// `core.delay` nodes whose timer is due: (run, node).
     pub(crate) async fn due_delays(&self, now: Millis) -> Result<Vec<(String, String)>> {
-        Ok(sqlx::query_as(&self.q(
-            "SELECT run_id, node_id FROM node_states WHERE due_at IS NOT NULL AND due_at <= ? AND status = 'waiting' ORDER BY due_at LIMIT 200",
-        ))
-        .bind(now)
-        .fetch_all(&self.read)
-        .await?)
+        Ok(sqlx::query_as(&self.q(DUE_DELAYS_SQL))
+            .bind(now)
+            .fetch_all(&self.read)
+            .await?)
     }
 
     /// Whether a token id is on the revocation list.

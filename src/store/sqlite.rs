@@ -376,4 +376,39 @@ mod tests {
             .unwrap();
         assert!(err.to_string().contains("in-memory"), "{err}");
     }
+
+    /// What SQLite's planner does with `sql` on the migrated schema.
+    async fn plan(store: &Store, sql: &str) -> String {
+        let rows: Vec<(i64, i64, i64, String)> = sqlx::query_as(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .bind(0i64)
+            .fetch_all(&store.read)
+            .await
+            .unwrap();
+        rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("; ")
+    }
+
+    #[tokio::test]
+    async fn the_timer_sweeps_range_over_their_partial_indexes() {
+        let (_dir, store) = store().await;
+        let deadlines = plan(&store, crate::store::reads::DUE_DEADLINES_SQL).await;
+        assert!(
+            deadlines.contains("USING INDEX interrupts_deadline ("),
+            "{deadlines}"
+        );
+        let delays = plan(&store, crate::store::reads::DUE_DELAYS_SQL).await;
+        assert!(delays.contains("USING INDEX node_states_due"), "{delays}");
+        for (name, p) in [("deadlines", &deadlines), ("delays", &delays)] {
+            // In index order: no pass over every pending row to sort them.
+            assert!(!p.contains("TEMP B-TREE"), "{name}: {p}");
+        }
+        let reminders = plan(
+            &store,
+            &crate::store::outbox::reminders_due_sql(crate::store::Dialect::Sqlite),
+        )
+        .await;
+        assert!(
+            reminders.contains("USING INDEX interrupts_deadline ("),
+            "{reminders}"
+        );
+    }
 }
