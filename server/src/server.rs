@@ -53,7 +53,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let state = AppState {
         engine: engine.clone(),
         config: Arc::new(config),
-        leptos,
+        leptos: Arc::new(leptos),
     };
     let secure = public_url_is_https(&state.config);
     let sessions = crate::session::layer(&state.config.database.url, secure).await?;
@@ -97,7 +97,7 @@ fn public_url_is_https(config: &Config) -> bool {
 /// The whole application without the session layer (which `serve` adds
 /// outermost): REST API, console pages and posts, static files.
 pub fn router(state: AppState) -> Router {
-    let leptos = state.leptos.clone();
+    let leptos = (*state.leptos).clone();
     // The interrupt page shares its path with the REST API's
     // `GET|POST /runs/{runId}/interrupts/{nodeId}`; browsers (HTML wanted or a
     // form posted, no bearer key) are sent to a console router of its own.

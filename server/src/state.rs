@@ -10,11 +10,12 @@ use tollgate::Engine;
 pub struct AppState {
     pub engine: Engine,
     pub config: Arc<Config>,
-    pub leptos: LeptosOptions,
+    /// Shared: the state is cloned for every request, the options are not.
+    pub leptos: Arc<LeptosOptions>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
     fn from_ref(s: &AppState) -> Self {
-        s.leptos.clone()
+        (*s.leptos).clone()
     }
 }
