@@ -958,6 +958,56 @@ async fn idempotency_replays_and_refuses_a_different_body() {
 }
 
 #[tokio::test]
+async fn a_definition_registered_through_another_engine_is_found_at_once() {
+    let f = fixture().await;
+    // A second engine on the same database, as a second instance: it has no
+    // notice of what the first registers after it opened.
+    let other = open_at(&f._dir.path().join("t.db"), f.clock.clone()).await;
+    register(
+        &f.engine,
+        json!({"id": "late", "nodes": [gate("gate", json!({"title": "Late", "actions": ["accept"]}))]}),
+    )
+    .await;
+    let run = start(&other, "late", json!({})).await;
+    assert_eq!(snapshot(&other, &run).await["status"], "waiting-approval");
+
+    // A tenant's definition, read again on a miss, stays its tenant's.
+    let admin = Actor::api_key(
+        f.engine.principal("owner").await.unwrap().unwrap(),
+        tollgate::auth::ALL_SCOPES.to_vec(),
+    );
+    f.engine
+        .put_tenant_workflow(&admin, json!({"id": "acme-only", "nodes": [gate("gate", json!({"title": "Mine", "actions": ["accept"]}))]}))
+        .await
+        .unwrap();
+    other
+        .upsert_principal(Principal {
+            id: "eve".into(),
+            tenant: "acmf".into(),
+            name: "eve".into(),
+            email: None,
+            groups: vec![],
+            roles: vec![],
+            is_override: false,
+        })
+        .await
+        .unwrap();
+    let eve = Actor::api_key(
+        other.principal("eve").await.unwrap().unwrap(),
+        tollgate::auth::ALL_SCOPES.to_vec(),
+    );
+    let req: CreateRun = serde_json::from_value(json!({"workflowId": "acme-only"})).unwrap();
+    let refused = other.create_run(req, &eve, None).await;
+    assert!(matches!(refused, Err(EngineError::NotFound(_))), "{refused:?}");
+    assert!(matches!(
+        other.workflow_for(&eve, "acme-only").await,
+        Err(EngineError::NotFound(_))
+    ));
+    let found = other.workflow_for(&admin, "acme-only").await.unwrap();
+    assert_eq!(found["id"], "acme-only");
+}
+
+#[tokio::test]
 async fn durable_delay_completes_when_due() {
     let f = fixture().await;
     let run = start(
@@ -1652,15 +1702,15 @@ async fn tenants_register_only_their_own_definitions() {
         "replaced"
     );
     assert_eq!(
-        f.engine.workflow_for(&dash, "mine").unwrap()["nodes"][0]["config"]["requiredApprovals"],
+        f.engine.workflow_for(&dash, "mine").await.unwrap()["nodes"][0]["config"]["requiredApprovals"],
         2
     );
     assert_eq!(
-        f.engine.workflow_for(&under, "mine").unwrap()["nodes"][0]["config"]["requiredApprovals"],
+        f.engine.workflow_for(&under, "mine").await.unwrap()["nodes"][0]["config"]["requiredApprovals"],
         1
     );
     assert!(matches!(
-        f.engine.workflow_for(&admin_of("ACME-X"), "mine"),
+        f.engine.workflow_for(&admin_of("ACME-X"), "mine").await,
         Err(EngineError::NotFound(_))
     ));
     assert!(f.engine.workflow("mine").is_none(), "not instance-wide");

@@ -6,12 +6,21 @@ use super::*;
 impl Engine {
     pub(super) async fn load_registered(&self) -> Result<()> {
         let rows = self.inner.store.registered().await?;
+        self.cache_registered(rows);
+        Ok(())
+    }
+
+    /// Compiles (once per digest) and caches stored current definitions.
+    fn cache_registered(&self, rows: Vec<crate::store::registry::Registered>) {
         for (tenant, id, digest, text) in rows {
             // Reloaded on every peer's registration: compile only versions not yet seen.
             let known = self.inner.compiled.read().expect("lock").get(&digest).cloned();
             let compiled = match known {
                 Some(wf) => Ok(wf),
-                None => definition::compile(serde_json::from_str(&text)?).map(Arc::new),
+                None => serde_json::from_str(&text)
+                    .map_err(EngineError::from)
+                    .and_then(definition::compile)
+                    .map(Arc::new),
             };
             match compiled {
                 Ok(wf) => self.cache_workflow(tenant, id, digest, wf),
@@ -20,7 +29,6 @@ impl Engine {
                 }
             }
         }
-        Ok(())
     }
 
     /// Validates and registers (or replaces) an instance-wide workflow
@@ -147,6 +155,25 @@ impl Engine {
         self.current_of(tenant, id).map(|(d, wf)| (d, wf, SCOPE_TENANT))
     }
 
+    /// [`Engine::visible_workflow`], reading the database on a miss: a
+    /// definition registered through another instance a moment ago is found
+    /// before that instance's notice arrives.
+    pub(super) async fn visible_workflow_now(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<(String, SharedWorkflow, &'static str)>> {
+        if let Some(found) = self.visible_workflow(tenant, id) {
+            return Ok(Some(found));
+        }
+        let rows = self.inner.store.registered_as([INSTANCE, tenant], id).await?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        self.cache_registered(rows);
+        Ok(self.visible_workflow(tenant, id))
+    }
+
     /// The compiled definition a run was started with (cached; read on the writer when not).
     pub(super) fn workflow_version(&self, conn: &WriteConn, digest: &str) -> Result<SharedWorkflow> {
         if let Some(wf) = self.inner.compiled.read().expect("lock").get(digest) {
@@ -169,9 +196,10 @@ impl Engine {
     }
 
     /// The definition `actor`'s tenant sees under `id` (its own or the instance's).
-    pub fn workflow_for(&self, actor: &Actor, id: &str) -> Result<Value> {
+    pub async fn workflow_for(&self, actor: &Actor, id: &str) -> Result<Value> {
         actor.require(Scope::RunsRead)?;
-        self.visible_workflow(actor.tenant(), id)
+        self.visible_workflow_now(actor.tenant(), id)
+            .await?
             .map(|(_, wf, _)| wf.raw.clone())
             .ok_or_else(|| EngineError::NotFound(format!("no workflow \"{id}\"")))
     }

@@ -45,7 +45,8 @@ impl Engine {
             }
         }
         let (digest, wf, _) = self
-            .visible_workflow(&tenant, &req.workflow_id)
+            .visible_workflow_now(&tenant, &req.workflow_id)
+            .await?
             .ok_or_else(|| EngineError::NotFound(format!("no workflow \"{}\"", req.workflow_id)))?;
         let owner = json!({ "tenant": tenant, "subject": actor.subject() });
         let now = self.now();

@@ -50,4 +50,18 @@ impl Store {
         .fetch_all(&self.read)
         .await?)
     }
+
+    /// The current definitions under `id` of `tenants` (a cache miss, read
+    /// again: another instance may have registered it a moment ago).
+    pub(crate) async fn registered_as(&self, tenants: [&str; 2], id: &str) -> Result<Vec<Registered>> {
+        Ok(sqlx::query_as(&self.q(
+            "SELECT w.tenant, w.id, w.digest, v.definition FROM workflows w JOIN workflow_versions v ON v.digest = w.digest \
+             WHERE w.tenant IN (?, ?) AND w.id = ?",
+        ))
+        .bind(tenants[0])
+        .bind(tenants[1])
+        .bind(id)
+        .fetch_all(&self.read)
+        .await?)
+    }
 }

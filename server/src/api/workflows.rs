@@ -65,7 +65,7 @@ pub async fn get(
 ) -> ApiResult<Json<Value>> {
     auth.require(Scope::RunsRead)?;
     check_workflow_id(&id)?;
-    Ok(Json(state.engine.workflow_for(&auth.actor, &id)?))
+    Ok(Json(state.engine.workflow_for(&auth.actor, &id).await?))
 }
 
 #[utoipa::path(
