@@ -981,15 +981,7 @@ async fn a_definition_registered_through_another_engine_is_found_at_once() {
         .await
         .unwrap();
     other
-        .upsert_principal(Principal {
-            id: "eve".into(),
-            tenant: "acmf".into(),
-            name: "eve".into(),
-            email: None,
-            groups: vec![],
-            roles: vec![],
-            is_override: false,
-        })
+        .upsert_principal(principal_in("eve", "acmf", &[], None))
         .await
         .unwrap();
     let eve = Actor::api_key(
