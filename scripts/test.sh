@@ -24,8 +24,9 @@ step "engine and HTTP tests again on PostgreSQL (a private server), and two inst
 export TOLLGATE_PG_DIR=$(mktemp -d /tmp/tollgate-pg.XXXXXX)
 trap 'scripts/pg.sh stop || true; rm -rf "$TOLLGATE_PG_DIR"' EXIT
 pg_url=$(scripts/pg.sh start)
-TOLLGATE_TEST_POSTGRES="$pg_url" cargo test -p tollgate --tests
-TOLLGATE_TEST_POSTGRES="$pg_url" cargo test -p tollgate-server --tests
+# The same workspace build as above (per-package runs would rebuild dependencies
+# with other features); the console's wasm-only tests need no database.
+TOLLGATE_TEST_POSTGRES="$pg_url" cargo test --workspace --tests
 scripts/schema-parity.sh
 
 step "browser tests"
