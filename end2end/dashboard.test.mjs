@@ -185,6 +185,8 @@ test('API keys: shown once, work, revoked', async () => {
   assert.equal(await page.locator('#new-secret').count(), 0, 'never shown again');
   const row = page.locator('#api-keys tr', { hasText: 'e2e reader' });
   await Promise.all([page.waitForNavigation(), row.locator('button', { hasText: 'Revoke' }).click()]);
+  // A confirmation step names the key; its own button revokes (end2end/confirm.test.mjs).
+  await Promise.all([page.waitForNavigation(), page.click('#confirm-revoke-submit')]);
   assert.equal(await page.getAttribute('#flash', 'data-ok'), 'true');
   assert.equal(await page.locator('#api-keys tr', { hasText: 'e2e reader' }).getAttribute('data-revoked'), 'true');
   assert.equal((await read()).status, 401);

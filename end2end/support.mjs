@@ -25,7 +25,11 @@ timer_interval_ms = 50
 url = "sqlite://${join(dir, 'e2e.db')}"
 
 [workflows]
-dirs = [${[join(ROOT, 'workflows/conformance'), ...workflowDirs].map((d) => JSON.stringify(d)).join(', ')}]
+dirs = [${[join(ROOT, 'workflows/conformance'), join(ROOT, 'workflows/kinds'), ...workflowDirs].map((d) => JSON.stringify(d)).join(', ')}]
+
+# Every kind is offered (workflows/kinds has a credential interrupt).
+[interrupts]
+credential = true
 
 [[principals]]
 id = "admin"

@@ -15,6 +15,8 @@ command -v wasm-opt >/dev/null || missing+=(binaryen)
 # PostgreSQL server binaries: the tests start a private server (scripts/pg.sh).
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v psql >/dev/null || missing+=(postgresql-client)
+# The HTTP load benchmark (scripts/load-wrk.sh).
+command -v wrk >/dev/null || missing+=(wrk)
 if ((${#missing[@]})); then
   say "apt: ${missing[*]}"
   apt-get update -qq

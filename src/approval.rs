@@ -127,10 +127,18 @@ impl ApprovalRules {
     /// Membership is read from the principal as it is now (decision time).
     /// `holds_respond`: whether the voter holds `approvals:respond` (the
     /// only thing that admits anyone to a gate without approver refs).
-    pub fn eligibility(&self, principal: &Principal, run_owner: &str, holds_respond: bool) -> Result<String> {
-        if self.prevent_self_approval && principal.id == run_owner {
+    /// `requesters`: whose request the run is (its owner, and the person it
+    /// is for when created on their behalf); where self-approval is refused,
+    /// none of them may vote.
+    pub fn eligibility(
+        &self,
+        principal: &Principal,
+        requesters: &[impl AsRef<str>],
+        holds_respond: bool,
+    ) -> Result<String> {
+        if self.prevent_self_approval && requesters.iter().any(|r| r.as_ref() == principal.id) {
             return Err(EngineError::Forbidden(
-                "the principal who started the run may not approve its own gate".into(),
+                "the run was started by or for this principal, who may not approve its own gate".into(),
             ));
         }
         if self.approvers_list.is_empty()
@@ -621,31 +629,41 @@ mod tests {
             json!({"actions": ["accept"], "approversList": ["ann"], "approverGroupRefs": ["finance"], "approverRoleRefs": ["cfo"]}),
         );
         assert_eq!(
-            r.eligibility(&person("ann", &[], &[]), "x", true).unwrap(),
+            r.eligibility(&person("ann", &[], &[]), &["x"], true).unwrap(),
             "principal:ann"
         );
         assert_eq!(
-            r.eligibility(&person("bob", &["finance"], &[]), "x", false)
+            r.eligibility(&person("bob", &["finance"], &[]), &["x"], false)
                 .unwrap(),
             "group:finance"
         );
         assert_eq!(
-            r.eligibility(&person("cat", &[], &["cfo"]), "x", false).unwrap(),
+            r.eligibility(&person("cat", &[], &["cfo"]), &["x"], false)
+                .unwrap(),
             "role:cfo"
         );
         assert!(matches!(
-            r.eligibility(&person("dan", &["ops"], &["dev"]), "x", true),
+            r.eligibility(&person("dan", &["ops"], &["dev"]), &["x"], true),
             Err(EngineError::Forbidden(_))
         ));
         let open = rules(json!({"actions": ["accept"], "requiredApprovals": 2}));
         assert!(matches!(
-            open.eligibility(&person("own", &[], &[]), "own", true),
+            open.eligibility(&person("own", &[], &[]), &["own"], true),
             Err(EngineError::Forbidden(_))
         ));
-        assert!(open.eligibility(&person("other", &[], &[]), "own", true).is_ok());
+        assert!(open
+            .eligibility(&person("other", &[], &[]), &["own"], true)
+            .is_ok());
+        // A run started on someone's behalf: neither its owner nor that person votes.
+        for who in ["svc", "linus"] {
+            assert!(matches!(
+                open.eligibility(&person(who, &[], &[]), &["svc", "linus"], true),
+                Err(EngineError::Forbidden(_))
+            ));
+        }
         // A gate without approver refs is open only to holders of approvals:respond.
         assert!(matches!(
-            open.eligibility(&person("other", &[], &[]), "own", false),
+            open.eligibility(&person("other", &[], &[]), &["own"], false),
             Err(EngineError::Forbidden(_))
         ));
     }

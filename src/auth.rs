@@ -16,14 +16,18 @@ pub enum Scope {
     ApprovalsRespond,
     #[serde(rename = "admin")]
     Admin,
+    /// Create runs for another person of the tenant (`createRun.requestedBy`).
+    #[serde(rename = "runs:on-behalf")]
+    RunsOnBehalf,
 }
 
-pub const ALL_SCOPES: [Scope; 5] = [
+pub const ALL_SCOPES: [Scope; 6] = [
     Scope::RunsCreate,
     Scope::RunsRead,
     Scope::RunsCancel,
     Scope::ApprovalsRespond,
     Scope::Admin,
+    Scope::RunsOnBehalf,
 ];
 
 impl Scope {
@@ -34,6 +38,7 @@ impl Scope {
             Scope::RunsCancel => "runs:cancel",
             Scope::ApprovalsRespond => "approvals:respond",
             Scope::Admin => "admin",
+            Scope::RunsOnBehalf => "runs:on-behalf",
         }
     }
     pub fn parse(s: &str) -> Option<Scope> {

@@ -8,6 +8,17 @@
 //! transaction as the event, so a committed event always has its callback and
 //! a rolled-back command has none.
 //!
+//! An `interrupt.requested` callback (and a `node.suspended` one, should it
+//! ever be delivered) carries, in [`TOKEN_MEMBER`], a link for the
+//! callback's recipient — the run's owner, the principal that created the
+//! run — so a receiver can inspect or resolve through `/interrupts/{token}`
+//! without an API key: `{"token", "expiresAt", "intent", "recipient"}`. It
+//! is added at each delivery attempt ([`crate::Engine::callback_body_at_delivery`]),
+//! never stored with the outbox row; `intent` is `resolve` only when the
+//! owner may decide the interrupt by the engine's rules (self-approval and
+//! the gate's refs included), else `inspect`. There is no token when the
+//! interrupt is no longer pending or no signing key is configured.
+//!
 //! Signature: header `OpenWOP-Signature: t=<unix seconds>,v1=<hex>` where
 //! `v1 = hex(HMAC-SHA256(secret, "<t>.<body>"))` over the exact body bytes.
 //! Receivers recompute it, compare in constant time and refuse a `t` too far
@@ -26,6 +37,27 @@ pub const CALLBACK_EVENTS: [EventType; 4] = [
     EventType::RunFailed,
     EventType::RunCancelled,
 ];
+
+/// The body member that carries the recipient's link (see the module docs).
+pub const TOKEN_MEMBER: &str = "interruptToken";
+
+/// Whether a callback about this event type carries a link for its recipient.
+pub fn carries_token(event_type: EventType) -> bool {
+    matches!(
+        event_type,
+        EventType::InterruptRequested | EventType::NodeSuspended
+    )
+}
+
+/// Adds the recipient's link to a callback body, in [`TOKEN_MEMBER`].
+pub fn with_token(body: &mut Value, link: &crate::engine::CallbackLink) {
+    body[TOKEN_MEMBER] = json!({
+        "token": link.token,
+        "expiresAt": crate::clock::rfc3339(link.expires_at),
+        "intent": link.intent,
+        "recipient": link.recipient,
+    });
+}
 
 /// Name of the signature header.
 pub const SIGNATURE_HEADER: &str = "OpenWOP-Signature";
@@ -134,6 +166,34 @@ mod tests {
         assert!(verify("s3cret", &h, br#"{"type":"run.failed"}"#, 1_700_000_010, 300).is_err());
         assert!(verify("s3cret", &h, body, 1_700_001_000, 300).is_err());
         assert!(verify("s3cret", "v1=00", body, 1_700_000_000, 300).is_err());
+    }
+
+    #[test]
+    fn only_an_interrupts_callback_carries_a_token_and_it_is_added_whole() {
+        assert!(carries_token(EventType::InterruptRequested));
+        assert!(carries_token(EventType::NodeSuspended));
+        for t in [
+            EventType::RunCompleted,
+            EventType::RunFailed,
+            EventType::RunCancelled,
+        ] {
+            assert!(!carries_token(t));
+        }
+        let mut body = json!({"type": "interrupt.requested", "runId": "acme/r"});
+        with_token(
+            &mut body,
+            &crate::engine::CallbackLink {
+                token: "ow2.hs256.k.p.m".into(),
+                expires_at: 0,
+                intent: crate::token::Intent::Inspect,
+                recipient: "owner".into(),
+            },
+        );
+        assert_eq!(
+            body[TOKEN_MEMBER],
+            json!({"token": "ow2.hs256.k.p.m", "expiresAt": "1970-01-01T00:00:00.000Z", "intent": "inspect", "recipient": "owner"})
+        );
+        assert_eq!(body["runId"], "acme/r");
     }
 
     #[test]

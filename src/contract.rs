@@ -16,6 +16,10 @@ pub struct Contract {
     pub resume_schema: Value,
     pub outcomes: Vec<String>,
     pub typed: bool,
+    /// The node declared its `outcomes`: a resume must name one of them in
+    /// `outcome` (approval gates name theirs in `action`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outcomes_declared: bool,
 }
 
 /// The permissive schema of an untyped (legacy) interrupt: any object.
@@ -59,6 +63,34 @@ impl CompiledContract {
 
     pub fn validate_resume(&self, value: &Value) -> Result<()> {
         validate_with(&self.resume, value, "resumeValue")
+    }
+}
+
+impl Contract {
+    /// The outcome a resume value names: its `outcome` member (a string);
+    /// else, when the node offers a single outcome (`submitted`,
+    /// `received`), that one. A node that declared its `outcomes` accepts
+    /// only those.
+    pub fn outcome_of(&self, resume_value: &Value) -> Result<Option<String>> {
+        match resume_value.get("outcome") {
+            Some(Value::String(o)) if self.outcomes.contains(o) || !self.outcomes_declared => {
+                Ok(Some(o.clone()))
+            }
+            Some(_) if self.outcomes_declared => Err(EngineError::Validation {
+                message: format!("resumeValue.outcome must be one of {}", self.outcomes.join(", ")),
+                field: Some("resumeValue.outcome".into()),
+                details: Some(json!({ "outcomes": self.outcomes })),
+            }),
+            None if self.outcomes_declared => Err(EngineError::Validation {
+                message: format!(
+                    "resumeValue.outcome is required: one of {}",
+                    self.outcomes.join(", ")
+                ),
+                field: Some("resumeValue.outcome".into()),
+                details: Some(json!({ "outcomes": self.outcomes })),
+            }),
+            _ => Ok((self.outcomes.len() == 1).then(|| self.outcomes[0].clone())),
+        }
     }
 }
 
@@ -172,6 +204,7 @@ mod tests {
             resume_schema: resume,
             outcomes: vec!["submitted".into()],
             typed: true,
+            outcomes_declared: false,
         }
     }
 
@@ -227,5 +260,31 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(c.validate_resume(&json!({"amount": 3})).is_ok());
+    }
+
+    #[test]
+    fn declared_outcomes_are_the_only_ones_accepted() {
+        let mut c = contract(object_schema(), object_schema());
+        assert_eq!(c.outcome_of(&json!({})).unwrap().as_deref(), Some("submitted"));
+        assert_eq!(
+            c.outcome_of(&json!({"outcome": "other"})).unwrap().as_deref(),
+            Some("other")
+        );
+        c.outcomes = vec!["approved".into(), "needs-work".into()];
+        c.outcomes_declared = true;
+        assert_eq!(
+            c.outcome_of(&json!({"outcome": "needs-work"}))
+                .unwrap()
+                .as_deref(),
+            Some("needs-work")
+        );
+        for bad in [json!({}), json!({"outcome": "maybe"}), json!({"outcome": 3})] {
+            match c.outcome_of(&bad).unwrap_err() {
+                EngineError::Validation { field, .. } => {
+                    assert_eq!(field.as_deref(), Some("resumeValue.outcome"))
+                }
+                other => panic!("{other:?}"),
+            }
+        }
     }
 }

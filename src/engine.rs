@@ -29,6 +29,7 @@ use tollgate_wire::{ApprovalAction, InterruptKind, InterruptStatus, NodeId, RunI
 
 pub mod admin;
 mod directory;
+pub mod fresh_link;
 mod idempotency;
 pub mod inbox;
 pub mod outbox;
@@ -44,11 +45,14 @@ mod views;
 pub use idempotency::Idem;
 pub(crate) use runs::snapshot_of;
 pub use runs::MAX_RECURSION_LIMIT;
+pub use tokens::CallbackLink;
 
 pub struct EngineOptions {
     pub database_url: String,
     pub durability: Durability,
     pub clock: Arc<dyn Clock>,
+    /// Optional protocol families this instance offers (registration and discovery).
+    pub capabilities: definition::Capabilities,
 }
 
 impl EngineOptions {
@@ -57,6 +61,7 @@ impl EngineOptions {
             database_url: database_url.into(),
             durability: Durability::Full,
             clock: Arc::new(SystemClock),
+            capabilities: definition::Capabilities::default(),
         }
     }
 }
@@ -72,6 +77,7 @@ pub struct Engine {
 struct Inner {
     store: Store,
     clock: Arc<dyn Clock>,
+    capabilities: definition::Capabilities,
     /// Compiled definitions by content digest.
     compiled: RwLock<HashMap<String, SharedWorkflow>>,
     /// Current digest of each (tenant, workflow id); tenant `""` is the instance.
@@ -84,6 +90,13 @@ struct Inner {
     changes: std::sync::atomic::AtomicU64,
     tokens: RwLock<KeyRing>,
     token_ttl_ms: RwLock<Millis>,
+    /// Lifetime of a mailed link (capped at the interrupt's deadline): a
+    /// person reads mail later than a client calls an API.
+    mail_link_ttl_ms: RwLock<Millis>,
+    /// Held across a reload's read and store: two reloads (the timer and a
+    /// peer's notice) never interleave, so an older read cannot overwrite a
+    /// newer one (a revoked key verifying again, an old workflow version).
+    reloading: tokio::sync::Mutex<()>,
     /// Directory entries read so far, with when; read again after
     /// [`sign_in::DIRECTORY_RECHECK_MS`] so that changes by the CLI or
     /// another process take effect within seconds.
@@ -144,6 +157,10 @@ pub struct CreateRun {
     pub tags: Option<Value>,
     #[serde(default)]
     pub metadata: Option<Value>,
+    /// The person of the tenant the run is for, when the caller (holding
+    /// `runs:on-behalf`) creates it on their behalf.
+    #[serde(default)]
+    pub requested_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -260,6 +277,7 @@ impl Engine {
             inner: Arc::new(Inner {
                 store,
                 clock: options.clock,
+                capabilities: options.capabilities,
                 compiled: RwLock::new(HashMap::new()),
                 current: RwLock::new(HashMap::new()),
                 keys: RwLock::new(HashMap::new()),
@@ -267,6 +285,8 @@ impl Engine {
                 changes: std::sync::atomic::AtomicU64::new(0),
                 tokens: RwLock::new(KeyRing::default()),
                 token_ttl_ms: RwLock::new(crate::token::DEFAULT_TTL_MS),
+                mail_link_ttl_ms: RwLock::new(crate::token::DEFAULT_MAIL_LINK_TTL_MS),
+                reloading: tokio::sync::Mutex::new(()),
                 principals: RwLock::new(HashMap::new()),
                 sign_in: sign_in::State::default(),
                 callbacks: RwLock::new(None),
@@ -279,6 +299,11 @@ impl Engine {
         engine.load_registered().await?;
         engine.reload_token_keys().await?;
         Ok(engine)
+    }
+
+    /// The optional protocol families this instance offers.
+    pub fn capabilities(&self) -> definition::Capabilities {
+        self.inner.capabilities
     }
 
     pub fn now(&self) -> Millis {

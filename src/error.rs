@@ -38,6 +38,9 @@ pub enum EngineError {
     Expired(String),
     #[error("{0}")]
     Conflict(String),
+    /// The definition needs a protocol family this instance does not offer.
+    #[error("{message}")]
+    CapabilityRequired { capability: String, message: String },
     /// Throttled (sign-in attempts); `Retry-After` carries the wait.
     #[error("{message}")]
     TooManyAttempts { message: String, retry_after_secs: u64 },
@@ -81,6 +84,7 @@ impl EngineError {
             EngineError::TokenInvalid(_) => "interrupt_token_invalid",
             EngineError::Expired(_) => "interrupt_expired",
             EngineError::Conflict(_) => "run_state_conflict",
+            EngineError::CapabilityRequired { .. } => "capability_required",
             EngineError::TooManyAttempts { .. } => "rate_limited",
             EngineError::Busy { .. } => "service_unavailable",
             EngineError::Storage(_) | EngineError::Internal(_) => "internal_error",
@@ -98,6 +102,7 @@ impl EngineError {
             | EngineError::IdempotencyMismatch
             | EngineError::Conflict(_) => 409,
             EngineError::Expired(_) => 410,
+            EngineError::CapabilityRequired { .. } => 422,
             EngineError::TooManyAttempts { .. } => 429,
             EngineError::Busy { .. } => 503,
             EngineError::Storage(_) | EngineError::Internal(_) => 500,
@@ -138,6 +143,9 @@ impl EngineError {
                     obj.insert("field".into(), Value::String(f.clone()));
                 }
                 (!obj.is_empty()).then_some(Value::Object(obj))
+            }
+            EngineError::CapabilityRequired { capability, .. } => {
+                Some(serde_json::json!({ "capability": capability }))
             }
             _ => None,
         }
@@ -205,6 +213,10 @@ mod tests {
             EngineError::TokenInvalid("t".into()),
             EngineError::Expired("e".into()),
             EngineError::Conflict("c".into()),
+            EngineError::CapabilityRequired {
+                capability: "conversationPrimitive".into(),
+                message: "m".into(),
+            },
             EngineError::Storage("s".into()),
             EngineError::Internal("i".into()),
         ];

@@ -89,32 +89,42 @@ pub fn new_tenant_bound(tenant: &str) -> String {
     format!("{tenant}/{}", new_opaque())
 }
 
-/// Decodes an id taken from one (already percent-decoded) path segment.
-/// `~` starts an escape: `~2F` is `/` (the v2 projection of the tenant
-/// separator) and `~7E` is `~` itself, hex digits in either case; any other
-/// `~` is a malformed escape (400 naming `field`). The router has already
-/// turned `%2F` into `/`; decoding `%2F` again here would decode twice.
+/// Decodes an id taken from one (already percent-decoded) path segment: the
+/// OpenWOP wire form (identity.md §5, RFC 0184), where `~` and two hex digits
+/// (either case) stand for one byte: `~2F` is `/`, `~7E` is `~`, `~3A` is `:`.
+/// A `~` not followed by two hex digits, or escaped bytes that are not UTF-8,
+/// is a malformed escape: 400 `validation_error` naming `field`. The router
+/// has already turned `%2F` into `/`; decoding `%2F` again here would decode
+/// twice.
 pub fn decode_path_id(segment: &str, field: &str) -> Result<String> {
-    let mut out = String::with_capacity(segment.len());
-    // Split on `~` only: it is ASCII, so every piece boundary is a char boundary.
-    let mut pieces = segment.split('~');
-    out.push_str(pieces.next().unwrap_or_default());
-    for piece in pieces {
-        let escape = piece.get(..2).unwrap_or_default();
-        let decoded = if escape.eq_ignore_ascii_case("2F") {
-            '/'
-        } else if escape.eq_ignore_ascii_case("7E") {
-            '~'
-        } else {
-            return Err(EngineError::validation(
-                field,
-                format!("{field}: malformed `~` escape (use ~2F for / and ~7E for ~)"),
-            ));
-        };
-        out.push(decoded);
-        out.push_str(&piece[2..]);
+    let malformed = |why: &str| {
+        EngineError::validation(
+            field,
+            format!(
+                "{field}: malformed `~` escape: {why} (a `~` takes two hex digits: ~2F for /, ~7E for ~)"
+            ),
+        )
+    };
+    if !segment.contains('~') {
+        return Ok(segment.to_string());
     }
-    Ok(out)
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'~' {
+            out.push(bytes[i]);
+            i += 1;
+            continue;
+        }
+        let hex = |at: usize| bytes.get(at).and_then(|b| (*b as char).to_digit(16));
+        match (hex(i + 1), hex(i + 2)) {
+            (Some(hi), Some(lo)) => out.push((hi * 16 + lo) as u8),
+            _ => return Err(malformed(&format!("at byte {i}"))),
+        }
+        i += 3;
+    }
+    String::from_utf8(out).map_err(|_| malformed("the escaped bytes are not UTF-8"))
 }
 
 /// Parses a run id from a path segment and checks its grammar: a malformed
@@ -179,7 +189,7 @@ mod tests {
     #[test]
     fn malformed_escapes_and_ids_are_validation_errors() {
         for seg in [
-            "acme~0123456789abcdef",
+            "acme~0g123456789abcdef",
             "acme~",
             "acme~2",
             "acme~zz0123456789abcdef",
@@ -190,10 +200,70 @@ mod tests {
                 other => panic!("{seg}: {other:?}"),
             }
         }
-        for seg in ["éé", "acme", "acme~2Fshort", "a~2Fb~2F0123456789abcdef", ""] {
+        // `~01` is a well-formed escape (a control byte): the grammar refuses the id.
+        for seg in [
+            "éé",
+            "acme",
+            "acme~2Fshort",
+            "a~2Fb~2F0123456789abcdef",
+            "",
+            "acme~0123456789abcdef",
+        ] {
             match parse_run_id(seg) {
                 Err(e) => assert_eq!(e.code(), "validation_error", "{seg}"),
                 Ok(id) => panic!("{seg} parsed as {id}"),
+            }
+        }
+    }
+
+    #[test]
+    fn every_escape_is_two_hex_digits_and_anything_else_is_malformed() {
+        // The OpenWOP wire form: `~` and two hex digits are one byte.
+        for (seg, id) in [
+            ("acme~2F0123456789abcdef", "acme/0123456789abcdef"),
+            ("acme~2f0123456789abcdef", "acme/0123456789abcdef"),
+            ("anon~3Aacme~2F0123456789abcdef", "anon:acme/0123456789abcdef"),
+            ("anon:acme~2F0123456789abcdef", "anon:acme/0123456789abcdef"),
+            ("acme~2F0123456789ab~7Edef", "acme/0123456789ab~def"),
+            ("acme~2F0123456789abcde~66", "acme/0123456789abcdef"),
+            ("caf~C3~A9~2Fr", "café/r"),
+            ("t~2F~F0~9F~98~80", "t/\u{1f600}"),
+        ] {
+            assert_eq!(decode_path_id(seg, "runId").unwrap(), id, "{seg}");
+        }
+        assert_eq!(
+            parse_run_id("anon~3Aacme~2F0123456789abcdef").unwrap(),
+            "anon:acme/0123456789abcdef"
+        );
+        // A `~` without two hex digits, or bytes that are not UTF-8: 400 naming the field.
+        for seg in [
+            "acme~2Xr-0123456789abcdef",
+            "acme~",
+            "acme~2",
+            "acme~X2F0123456789abcdef",
+            "acme~~2F0123456789abcdef",
+            "acme~2F0123456789abcdef~",
+            "acme~2F0123456789abcdef~7",
+            "acme~+F0123456789abcdef",
+            "acme~ 20123456789abcdef",
+            "acme~C3~2F0123456789abcdef",
+            "acme~FF~2F0123456789abcdef",
+            "acme~é2F0123456789abcdef",
+        ] {
+            for field in ["runId", "nodeId"] {
+                match decode_path_id(seg, field) {
+                    Err(EngineError::Validation { field: f, .. }) => {
+                        assert_eq!(f.as_deref(), Some(field), "{seg}")
+                    }
+                    other => panic!("{seg}: {other:?}"),
+                }
+            }
+            match parse_run_id(seg) {
+                Err(EngineError::Validation { field, message, .. }) => {
+                    assert_eq!(field.as_deref(), Some("runId"), "{seg}");
+                    assert!(message.contains("malformed `~` escape"), "{seg}: {message}");
+                }
+                other => panic!("{seg}: {other:?}"),
             }
         }
     }

@@ -8,6 +8,56 @@ pub fn reentry_key(run_id: &str, node_id: &str, visit: i64) -> String {
     format!("{run_id}:{node_id}:{visit}")
 }
 
+/// The `$defs` member of the payload schema that describes each kind's `data`.
+fn data_def(kind: InterruptKind) -> &'static str {
+    match kind {
+        InterruptKind::Approval => "ApprovalData",
+        InterruptKind::Clarification => "ClarificationData",
+        InterruptKind::ExternalEvent => "ExternalEventData",
+        InterruptKind::Custom => "CustomData",
+        InterruptKind::ConversationStart => "ConversationStartData",
+        InterruptKind::ConversationExchange => "ConversationExchangeData",
+        InterruptKind::ConversationClose => "ConversationCloseData",
+        InterruptKind::LowConfidence => "LowConfidenceData",
+        InterruptKind::Credential => "CredentialData",
+    }
+}
+
+/// The OpenWOP `InterruptPayload` schema (`src/schemas/`), one validator per
+/// kind whose `data` is that kind's closed shape (the shipped schema's union
+/// would only say "not valid under any of the schemas"; this names the member).
+static PAYLOAD_SCHEMAS: std::sync::LazyLock<Vec<(InterruptKind, jsonschema::Validator)>> =
+    std::sync::LazyLock::new(|| {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("schemas/openwop-interrupt-payload.schema.json"))
+                .expect("the shipped interrupt payload schema is JSON");
+        InterruptKind::ALL
+            .iter()
+            .map(|&kind| {
+                let mut one = schema.clone();
+                one["properties"]["data"] =
+                    serde_json::json!({ "$ref": format!("#/$defs/{}", data_def(kind)) });
+                let validator = jsonschema::options()
+                    .should_validate_formats(true)
+                    .build(&one)
+                    .expect("the shipped interrupt payload schema compiles");
+                (kind, validator)
+            })
+            .collect()
+    });
+
+/// Checks a payload (`{kind, key, data, resumeSchema?, timeoutMs?}`) of
+/// `kind` against the closed per-kind schema; the error names the member
+/// (`interrupt.data.correlation`).
+pub fn check_payload(kind: InterruptKind, payload: &serde_json::Value) -> crate::error::Result<()> {
+    let validator = PAYLOAD_SCHEMAS
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, v)| v)
+        .expect("a validator per kind");
+    crate::contract::validate_with(validator, payload, "interrupt")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@
 
 pub mod approval;
 pub mod auth;
+pub mod binding;
 pub mod callback;
 pub mod clock;
 pub mod contract;
@@ -14,13 +15,16 @@ pub mod egress;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod expr;
 pub mod ids;
 pub mod interrupt;
 pub mod notify;
 pub mod passwords;
+pub mod present;
 pub mod projection;
 pub mod routing;
 mod runtime;
+pub mod secrets;
 pub mod sign_in;
 pub mod store;
 pub mod token;

@@ -81,7 +81,12 @@ pub fn fold(events: &[RunEvent]) -> Folded {
                 f.error = Some(e.payload["error"].clone());
             }
             EventType::RunCancelled => f.status = RunStatus::Cancelled,
-            EventType::NodeResumed | EventType::InterruptRequested => {}
+            EventType::NodeResumed
+            | EventType::InterruptRequested
+            | EventType::AgentDecided
+            | EventType::ConversationOpened
+            | EventType::ConversationExchanged
+            | EventType::ConversationClosed => {}
         }
         if matches!(e.event_type, EventType::RunFailed | EventType::RunCancelled) {
             for s in f.interrupts.values_mut() {

@@ -71,6 +71,7 @@ mod tests {
                 source: format!("s{i}"),
                 target: "t".into(),
                 rule,
+                condition: None,
             })
             .collect()
     }

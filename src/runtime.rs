@@ -5,14 +5,16 @@
 //! command is one atomic step and the rules here hold no SQL.
 
 use crate::approval::{self, ApprovalAction, Ballot, OnTimeout, Verdict};
+use crate::binding::Scope;
 use crate::clock::Millis;
-use crate::definition::{resolve_inputs, NodeBehaviour, Workflow};
+use crate::definition::{resolve_inputs, DecisionSpec, InterruptSpec, NodeBehaviour, Workflow};
 use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
 use crate::ids;
 use crate::interrupt::{reentry_key, InterruptKind};
 use crate::routing::Trigger;
 use crate::store::changes::{self, Change, NewEvent, NewInterrupt};
+use crate::store::conversations::{self, ConversationChange, OpenConversation};
 pub(crate) use crate::store::rows::{
     latest_interrupt_for_update, load_directory, load_run_for_update, pending_interrupt_for_update,
     InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS,
@@ -65,7 +67,13 @@ pub struct NewRun {
     pub tags: Option<Value>,
     pub metadata: Option<Value>,
     pub callback_url: Option<String>,
+    /// The person the run is for (`createRun.requestedBy`), already checked.
+    pub requested_by: Option<String>,
 }
+
+/// The `run.started` member naming the person a run is for (a host
+/// extension: the payload is closed but for `x-…` members).
+pub const REQUESTED_BY_EVENT_MEMBER: &str = "x-tollgate-requestedBy";
 
 /// One command's view of one run.
 pub(crate) struct Exec<'a> {
@@ -81,6 +89,29 @@ pub(crate) struct Exec<'a> {
     pending_events: Vec<NewEvent>,
     /// Other writes of this command, in order, applied with the events by `finish`.
     changes: Vec<Change>,
+    /// What edge conditions see of each node that finished in this command
+    /// (its status, outputs and, for an interrupt, the decision): see [`Exec::facts_of`].
+    facts: HashMap<NodeId, Value>,
+    /// Conversations this command opened, took turns in or closed (`None`:
+    /// closed), over what the store holds.
+    conversations: HashMap<String, Option<OpenConversation>>,
+    /// This command starts the run: a refusal refuses the create itself.
+    starting: bool,
+}
+
+/// Why a conversation interrupt cannot be raised.
+enum ConversationRefusal {
+    /// The node fails (the run goes on or fails by its edges).
+    Fail { member: String, message: String },
+    /// The whole command is refused (a create whose conversation id is taken).
+    Refuse(EngineError),
+}
+
+/// `configurable.run.escalationThreshold`, when the run sets one.
+fn run_escalation_threshold(run: &RunRow) -> Option<f64> {
+    run.configurable
+        .as_ref()
+        .and_then(|c| c["run"]["escalationThreshold"].as_f64())
 }
 
 impl<'a> Exec<'a> {
@@ -120,6 +151,9 @@ impl<'a> Exec<'a> {
             recursion_limit,
             pending_events: Vec::new(),
             changes: Vec::new(),
+            facts: HashMap::new(),
+            conversations: HashMap::new(),
+            starting: false,
         })
     }
 
@@ -142,6 +176,7 @@ impl<'a> Exec<'a> {
             next_sequence: 0,
             created_at: now,
             completed_at: None,
+            requested_by: new.requested_by,
             nodes_json: None,
         };
         let recursion_limit = recursion_limit(&run);
@@ -156,9 +191,16 @@ impl<'a> Exec<'a> {
             recursion_limit,
             pending_events: Vec::new(),
             changes: Vec::new(),
+            facts: HashMap::new(),
+            conversations: HashMap::new(),
+            starting: true,
         };
         exec.changes.push(Change::NewRun(Box::new(exec.run.clone())));
-        let started = json!({ "workflowId": wf.id, "inputs": exec.run.inputs, "owner": exec.run.owner, "transport": "rest" });
+        let mut started = json!({ "workflowId": wf.id, "inputs": exec.run.inputs, "owner": exec.run.owner, "transport": "rest" });
+        if let Some(person) = &exec.run.requested_by {
+            // A host extension member (the payload is closed but for `x-…`).
+            started[REQUESTED_BY_EVENT_MEMBER] = json!(person);
+        }
         exec.emit(EventType::RunStarted, None, started)?;
         for root in wf.roots() {
             exec.state_mut(&root.id).status = NodeStatus::Queued;
@@ -240,7 +282,10 @@ impl<'a> Exec<'a> {
         match &node.behaviour {
             NodeBehaviour::Noop => self.complete(node_id, json!({})),
             NodeBehaviour::Delay { delay_ms } => {
-                let bound = resolve_inputs(wf, node, &self.run.inputs);
+                let bound = match self.bound_inputs(node_id) {
+                    Ok(b) => b,
+                    Err(error) => return self.fail(node_id, error),
+                };
                 let delay = delay_ms.or_else(|| bound.get("delayMs").and_then(Value::as_u64));
                 match delay {
                     Some(0) => self.complete(node_id, json!({ "delayedMs": 0 })),
@@ -259,15 +304,133 @@ impl<'a> Exec<'a> {
                     }
                 }
             }
-            NodeBehaviour::Interrupt(spec) => self.raise(node_id, visits - 1, spec),
+            NodeBehaviour::Interrupt(spec) => self.raise(node_id, visits - 1, spec, None),
+            NodeBehaviour::Decision(spec) => self.agent_decides(node_id, visits - 1, spec),
         }
     }
 
-    fn raise(&mut self, node_id: &str, visit: i64, spec: &crate::definition::InterruptSpec) -> Result<()> {
+    /// What bindings read in this run now (inputs, variables, node outputs, the run).
+    fn scope(&self) -> Scope<'_> {
+        let nodes = self
+            .nodes
+            .iter()
+            .filter_map(|(id, st)| st.output.as_ref().map(|o| (id.to_string(), o.clone())))
+            .collect();
+        Scope {
+            inputs: &self.run.inputs,
+            defaults: &self.wf.variables,
+            nodes,
+            run_id: self.run.run_id.as_str(),
+            workflow_id: &self.wf.id,
+        }
+    }
+
+    /// The node's bound inputs, or the node error naming the input that could not be bound.
+    fn bound_inputs(&self, node_id: &str) -> std::result::Result<Map<String, Value>, Value> {
+        let node = self.wf.node(node_id).expect("checked by fire");
+        // Most nodes bind nothing: no scope (a copy of every node's outputs) to build.
+        if node.inputs.is_empty() {
+            return Ok(Map::new());
+        }
+        resolve_inputs(node, &self.scope()).map_err(|(member, message)| {
+            json!({
+                "code": "validation_error",
+                "message": format!("node \"{node_id}\": {member}: {message}"),
+                "details": {"nodeId": node_id, "field": member},
+                "retryable": false
+            })
+        })
+    }
+
+    /// A `core.agentDecision`: records `agent.decided`, then goes on with the
+    /// agent's decision, or escalates to a person below the threshold.
+    fn agent_decides(&mut self, node_id: &str, visit: i64, spec: &DecisionSpec) -> Result<()> {
+        let bound = match self.bound_inputs(node_id) {
+            Ok(b) => b,
+            Err(error) => return self.fail(node_id, error),
+        };
+        let invalid = |field: &str, message: String| json!({"code": "validation_error", "message": format!("node \"{node_id}\": {message}"), "details": {"nodeId": node_id, "field": field}, "retryable": false});
+        let Some(decision) = bound.get("decision").cloned() else {
+            return self.fail(
+                node_id,
+                invalid(
+                    "inputs.decision",
+                    "inputs.decision is not bound to a value".into(),
+                ),
+            );
+        };
+        let confidence = match bound.get("confidence") {
+            None => None,
+            Some(c) => match c.as_f64() {
+                Some(x) if (0.0..=1.0).contains(&x) => Some(x),
+                _ => {
+                    return self.fail(
+                        node_id,
+                        invalid(
+                            "inputs.confidence",
+                            format!("inputs.confidence must be a number between 0 and 1, not {c}"),
+                        ),
+                    )
+                }
+            },
+        };
+        let mut decided = json!({ "agentId": spec.agent_id, "decision": decision });
+        if let Some(c) = confidence {
+            decided["confidence"] = json!(c);
+        }
+        self.emit(EventType::AgentDecided, Some(node_id), decided)?;
+        let threshold = run_escalation_threshold(&self.run)
+            .or(spec.threshold)
+            .unwrap_or(crate::definition::DEFAULT_ESCALATION_THRESHOLD);
+        match confidence {
+            // Absent confidence is "no signal": no escalation (agent.decided).
+            Some(observed) if observed < threshold => {
+                let data = json!({
+                    "agentId": spec.agent_id,
+                    "threshold": threshold,
+                    "observed": observed,
+                    "decision": decision,
+                });
+                self.raise(node_id, visit, &spec.escalation, Some(data))
+            }
+            _ => self.complete(
+                node_id,
+                json!({ "decision": decision, "confidence": confidence, "escalated": false }),
+            ),
+        }
+    }
+
+    /// Fails `node_id` because its interrupt payload could not be built or is not valid.
+    fn fail_payload(&mut self, node_id: &str, member: &str, message: String) -> Result<()> {
+        self.fail(
+            node_id,
+            json!({
+                "code": "validation_error",
+                "message": format!("node \"{node_id}\": {member}: {message}"),
+                "details": {"nodeId": node_id, "field": member},
+                "retryable": false
+            }),
+        )
+    }
+
+    /// Raises the node's interrupt: binds its data (or takes `data` as
+    /// given), checks the payload against its kind and contract, and
+    /// suspends. A payload that fails fails the node; nothing is requested.
+    fn raise(&mut self, node_id: &str, visit: i64, spec: &InterruptSpec, data: Option<Value>) -> Result<()> {
         let wf = self.wf;
         let node = wf.node(node_id).expect("checked by fire");
-        let bound = resolve_inputs(wf, node, &self.run.inputs);
-        let mut data = spec.data.clone();
+        let bound = match self.bound_inputs(node_id) {
+            Ok(b) => b,
+            Err(error) => return self.fail(node_id, error),
+        };
+        let mut data = match data {
+            Some(d) => d,
+            None if spec.bound => match crate::binding::bind_tree(&spec.data, &self.scope(), "data") {
+                Ok(d) => d,
+                Err(e) => return self.fail_payload(node_id, &e.member, e.message),
+            },
+            None => spec.data.clone(),
+        };
         let request = if !bound.is_empty() {
             Value::Object(bound)
         } else {
@@ -298,8 +461,14 @@ impl<'a> Exec<'a> {
             }
             _ => {}
         }
+        let conversation = match self.conversation_turn(spec.kind, &mut data) {
+            Ok(c) => c,
+            Err(ConversationRefusal::Fail { member, message }) => {
+                return self.fail_payload(node_id, &member, message)
+            }
+            Err(ConversationRefusal::Refuse(e)) => return Err(e),
+        };
         let key = reentry_key(&self.run.run_id, node_id, visit);
-        let interrupt_id = ids::new_tenant_bound(&self.run.tenant);
         let mut payload = json!({
             "kind": spec.kind.as_str(),
             "key": key,
@@ -309,11 +478,32 @@ impl<'a> Exec<'a> {
         if let Some(t) = spec.timeout_ms {
             payload["timeoutMs"] = json!(t);
         }
+        // An unbound payload was checked at registration; what a run adds to it
+        // (`artifactData`, `payload`, `turnIndex`) the kind's schema admits.
+        let checked = if spec.bound {
+            crate::interrupt::check_payload(spec.kind, &payload)
+        } else {
+            Ok(())
+        };
+        if let Err(e) = checked {
+            let member = match &e {
+                EngineError::Validation { field: Some(f), .. } => {
+                    f.trim_start_matches("interrupt.").to_string()
+                }
+                _ => "data".to_string(),
+            };
+            return self.fail_payload(
+                node_id,
+                &member,
+                format!("the interrupt payload does not match its kind: {e}"),
+            );
+        }
         let title = data
             .get("title")
             .and_then(Value::as_str)
             .map(str::to_string)
             .or_else(|| data["questions"][0]["question"].as_str().map(str::to_string))
+            .or_else(|| data["prompt"].as_str().map(str::to_string))
             .unwrap_or_else(|| node.name.clone());
         let rules = spec
             .approval
@@ -322,8 +512,9 @@ impl<'a> Exec<'a> {
             .transpose()?
             .unwrap_or_else(|| "null".into());
         let contract_text = serde_json::to_string(&spec.contract.contract)?;
-        let owner_subject = self.run.owner_subject_id();
+        let owner_subject = self.run.requester();
         let deadline = spec.timeout_ms.map(|t| self.now + t as i64);
+        let interrupt_id = ids::new_tenant_bound(&self.run.tenant);
         self.changes.push(Change::Interrupt(Box::new(NewInterrupt {
             interrupt_id: interrupt_id.clone(),
             run_id: self.run.run_id.clone(),
@@ -342,12 +533,16 @@ impl<'a> Exec<'a> {
             deadline_at: deadline,
         })));
         self.queue_notifications(spec, &data, &interrupt_id, node_id, "requested")?;
+        if let Some(opened) = conversation {
+            self.emit(EventType::ConversationOpened, Some(node_id), opened)?;
+        }
         self.emit(EventType::InterruptRequested, Some(node_id), payload)?;
-        self.emit(
-            EventType::NodeSuspended,
-            Some(node_id),
-            json!({ "nodeId": node_id, "interruptId": interrupt_id, "kind": spec.kind.as_str(), "key": key }),
-        )?;
+        let mut suspended =
+            json!({ "nodeId": node_id, "interruptId": interrupt_id, "kind": spec.kind.as_str(), "key": key });
+        if spec.kind == InterruptKind::LowConfidence {
+            suspended["reason"] = json!("low-confidence");
+        }
+        self.emit(EventType::NodeSuspended, Some(node_id), suspended)?;
         let st = self.state_mut(node_id);
         st.status = NodeStatus::Suspended;
         st.waiting = Some(spec.kind.waiting_status());
@@ -362,6 +557,7 @@ impl<'a> Exec<'a> {
             st.due_at = None;
             st.waiting = None;
         }
+        self.record_facts(node_id, NodeStatus::Completed, Some(&outputs), None);
         self.emit(
             EventType::NodeCompleted,
             Some(node_id),
@@ -377,12 +573,16 @@ impl<'a> Exec<'a> {
             st.due_at = None;
             st.waiting = None;
         }
+        self.record_facts(node_id, NodeStatus::Failed, None, Some(&error));
         self.emit(
             EventType::NodeFailed,
             Some(node_id),
             json!({ "nodeId": node_id, "error": error, "attempts": 1 }),
         )?;
-        let handled = self.wf.outgoing(node_id).any(|e| e.rule.admits_failure());
+        let handled = self
+            .wf
+            .outgoing(node_id)
+            .any(|e| e.rule.admits_failure() && self.edge_holds(e));
         if handled {
             self.propagate(node_id)
         } else {
@@ -390,6 +590,56 @@ impl<'a> Exec<'a> {
                 self.unhandled = Some((NodeId::trusted(node_id), error));
             }
             Ok(())
+        }
+    }
+
+    /// What edge conditions over `node_id` see: its `status`, `output` and
+    /// `error`, the members of its output (an agent's `decision`), the
+    /// decision of its interrupt (`decision`, `action`, `outcome`,
+    /// `resumeValue`, `reason`; set by [`Exec::resolve`]) and the run's `inputs`.
+    fn record_facts(
+        &mut self,
+        node_id: &str,
+        status: NodeStatus,
+        output: Option<&Value>,
+        error: Option<&Value>,
+    ) {
+        if !self.wf.outgoing(node_id).any(|e| e.condition.is_some()) {
+            return;
+        }
+        let mut facts = match self.facts.remove(node_id) {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        if let Some(Value::Object(out)) = output {
+            for (k, v) in out {
+                facts.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        facts.insert("status".into(), json!(status));
+        facts.insert("output".into(), output.cloned().unwrap_or_else(|| json!({})));
+        if let Some(e) = error {
+            facts.insert("error".into(), e.clone());
+        }
+        facts.insert("inputs".into(), self.run.inputs.clone());
+        self.facts.insert(NodeId::trusted(node_id), Value::Object(facts));
+    }
+
+    /// Whether `edge` may be taken: it has no condition, or its condition
+    /// holds over the source's facts. A condition that cannot be evaluated
+    /// does not hold (and is logged).
+    fn edge_holds(&self, edge: &crate::definition::Edge) -> bool {
+        let Some(condition) = &edge.condition else {
+            return true;
+        };
+        let empty = json!({});
+        let facts = self.facts.get(edge.source.as_str()).unwrap_or(&empty);
+        match condition.holds(facts) {
+            Ok(holds) => holds,
+            Err(e) => {
+                tracing::warn!(run = %self.run.run_id, edge = %edge.id, error = %e, "edge condition could not be evaluated; not taken");
+                false
+            }
         }
     }
 
@@ -407,15 +657,25 @@ impl<'a> Exec<'a> {
     fn propagate(&mut self, node_id: &str) -> Result<()> {
         let status = self.status_of(node_id);
         let wf = self.wf;
-        let targets: Vec<(String, String)> = wf
+        // An edge whose condition does not hold delivers `skipped`.
+        let targets: Vec<(String, String, NodeStatus)> = wf
             .outgoing(node_id)
-            .map(|e| (e.id.clone(), e.target.clone()))
+            .map(|e| {
+                let delivered = if status == NodeStatus::Skipped || self.edge_holds(e) {
+                    status
+                } else {
+                    NodeStatus::Skipped
+                };
+                (e.id.clone(), e.target.clone(), delivered)
+            })
             .collect();
-        for (edge_id, target) in &targets {
-            self.state_mut(target).pending_in.insert(edge_id.clone(), status);
+        for (edge_id, target, delivered) in &targets {
+            self.state_mut(target)
+                .pending_in
+                .insert(edge_id.clone(), *delivered);
         }
         let mut seen = Vec::new();
-        for (_, target) in targets {
+        for (_, target, _) in targets {
             if !seen.contains(&target) {
                 self.evaluate(&target)?;
                 seen.push(target);
@@ -451,8 +711,10 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
-    /// Queues an email for each person to notify (audience, or the eligibility
-    /// refs), in the same transaction as the interrupt.
+    /// Queues an email for each person to notify (see [`crate::notify`]:
+    /// the audience, or else the people who may decide), in the same
+    /// transaction as the interrupt. The row names the recipient only; their
+    /// link, and what it may do, is minted at delivery.
     fn queue_notifications(
         &mut self,
         spec: &crate::definition::InterruptSpec,
@@ -461,17 +723,16 @@ impl<'a> Exec<'a> {
         node_id: &str,
         reason: &'static str,
     ) -> Result<()> {
-        let audience = data.get("audience");
-        let has_refs = spec.approval.as_ref().is_some_and(|r| {
-            !(r.approvers_list.is_empty()
-                && r.approver_group_refs.is_empty()
-                && r.approver_role_refs.is_empty())
-        });
-        if !has_refs && audience.is_none() {
-            return Ok(());
-        }
+        let requester = self.run.requester();
+        let notice = crate::notify::Notice {
+            tenant: self.run.tenant.as_str(),
+            kind: spec.kind,
+            rules: spec.approval.as_ref(),
+            audience: data.get("audience"),
+            requester: &requester,
+        };
         let directory = load_directory(self.conn, &self.run.tenant)?;
-        for p in crate::notify::recipients(spec.approval.as_ref(), audience, &directory) {
+        for p in crate::notify::recipients(&notice, &directory) {
             self.changes.push(Change::Email {
                 reason,
                 run_id: self.run.run_id.clone(),
@@ -501,6 +762,11 @@ impl<'a> Exec<'a> {
         failure: Option<Value>,
     ) -> Result<()> {
         let node_id = interrupt.node_id.as_str();
+        // Only a condition reads the facts.
+        let routed = self.wf.outgoing(node_id).any(|e| e.condition.is_some());
+        let facts = routed
+            .then(|| resolution_facts(interrupt, &resolved))
+            .transpose()?;
         self.changes.push(Change::Resolve {
             interrupt_id: interrupt.interrupt_id.clone(),
             inbox: interrupt.inbox_group.clone(),
@@ -515,14 +781,194 @@ impl<'a> Exec<'a> {
                 json!({ "nodeId": node_id, "interruptId": interrupt.interrupt_id, "resumeValue": rv }),
             )?;
         }
+        if failure.is_none() {
+            self.conversation_answered(interrupt, resume_value.as_ref())?;
+        }
+        if let Some(facts) = facts {
+            self.facts.insert(interrupt.node_id.clone(), facts);
+        }
         match failure {
             Some(error) => self.fail(node_id, error)?,
             None => {
-                let outputs = json!({ "resumeValue": resume_value.unwrap_or(Value::Null) });
+                let outputs = self.outputs_of(interrupt, resume_value.unwrap_or(Value::Null));
                 self.complete(node_id, outputs)?
             }
         }
         self.drain()
+    }
+
+    /// A resumed node's outputs: `{resumeValue}`; an agent decision's also
+    /// carry the decision it goes on with (the agent's, confirmed, or the
+    /// person's replacement).
+    fn outputs_of(&self, interrupt: &InterruptRow, resume_value: Value) -> Value {
+        let decision_node = self
+            .wf
+            .node(interrupt.node_id.as_str())
+            .is_some_and(|n| matches!(n.behaviour, NodeBehaviour::Decision(_)));
+        if !decision_node {
+            return json!({ "resumeValue": resume_value });
+        }
+        let data = &interrupt.payload["data"];
+        let decision = if resume_value["outcome"] == "replaced" {
+            resume_value["decision"].clone()
+        } else {
+            data["decision"].clone()
+        };
+        json!({
+            "decision": decision,
+            "confidence": data["observed"],
+            "escalated": true,
+            "resumeValue": resume_value,
+        })
+    }
+
+    /// The conversation `id` as this command left it (open with its run and turns, or not).
+    fn conversation(&mut self, id: &str) -> Result<Option<OpenConversation>> {
+        if let Some(known) = self.conversations.get(id) {
+            return Ok(known.clone());
+        }
+        let stored = conversations::open(self.conn, self.run.tenant.as_str(), id)?;
+        self.conversations.insert(id.to_string(), stored.clone());
+        Ok(stored)
+    }
+
+    /// The conversation rules of a conversation kind being raised: a start
+    /// opens an id unique in the tenant; an exchange or a close needs the
+    /// run's open conversation (an exchange is numbered by its turn).
+    /// Returns the `conversation.opened` payload for a start.
+    fn conversation_turn(
+        &mut self,
+        kind: InterruptKind,
+        data: &mut Value,
+    ) -> std::result::Result<Option<Value>, ConversationRefusal> {
+        if !kind.is_conversation() {
+            return Ok(None);
+        }
+        // A missing or non-string id is named by the payload check that follows.
+        let Some(id) = data["conversationId"].as_str().map(str::to_string) else {
+            return Ok(None);
+        };
+        let open = self.conversation(&id).map_err(ConversationRefusal::Refuse)?;
+        let member = "data.conversationId".to_string();
+        if kind == InterruptKind::ConversationStart {
+            if open.is_some() {
+                let message = format!(
+                    "conversation \"{id}\" is already open in this tenant; a conversationId is unique while its conversation is open"
+                );
+                return Err(if self.starting {
+                    ConversationRefusal::Refuse(EngineError::Conflict(message))
+                } else {
+                    ConversationRefusal::Fail { member, message }
+                });
+            }
+            let tenant = self.run.tenant.as_str().to_string();
+            self.changes.push(Change::Conversation(ConversationChange::Open {
+                tenant,
+                id: id.clone(),
+                run_id: self.run.run_id.clone(),
+                at: self.now,
+            }));
+            self.conversations.insert(
+                id.clone(),
+                Some(OpenConversation {
+                    run_id: self.run.run_id.clone(),
+                    turns: 0,
+                }),
+            );
+            return Ok(Some(json!({ "conversationId": id })));
+        }
+        match open {
+            Some(c) if c.run_id == self.run.run_id => {
+                if kind == InterruptKind::ConversationExchange && data.get("turnIndex").is_none() {
+                    data["turnIndex"] = json!(c.turns);
+                }
+                Ok(None)
+            }
+            _ => Err(ConversationRefusal::Fail {
+                member,
+                message: format!("no open conversation \"{id}\" in this run (a conversation.start opens it)"),
+            }),
+        }
+    }
+
+    /// A conversation turn was answered, or its close acknowledged.
+    fn conversation_answered(
+        &mut self,
+        interrupt: &InterruptRow,
+        resume_value: Option<&Value>,
+    ) -> Result<()> {
+        let data = &interrupt.payload["data"];
+        let (Some(id), node_id) = (data["conversationId"].as_str(), interrupt.node_id.as_str()) else {
+            return Ok(());
+        };
+        let tenant = self.run.tenant.as_str().to_string();
+        match interrupt.kind {
+            InterruptKind::ConversationExchange => {
+                let turn = data["turnIndex"].as_i64().unwrap_or(0);
+                self.emit(
+                    EventType::ConversationExchanged,
+                    Some(node_id),
+                    json!({ "conversationId": id, "turnIndex": turn, "outcome": resume_value }),
+                )?;
+                self.changes.push(Change::Conversation(ConversationChange::Turn {
+                    tenant,
+                    id: id.to_string(),
+                }));
+                if let Some(Some(c)) = self.conversations.get_mut(id) {
+                    c.turns += 1;
+                }
+            }
+            InterruptKind::ConversationClose => {
+                let turns = self.conversation(id)?.map_or(0, |c| c.turns);
+                let mut closed = json!({ "conversationId": id, "turnCount": turns });
+                if let Some(reason) = data["reason"].as_str() {
+                    closed["reason"] = json!(reason);
+                }
+                self.emit(EventType::ConversationClosed, Some(node_id), closed)?;
+                self.changes.push(Change::Conversation(ConversationChange::Close {
+                    tenant,
+                    id: id.to_string(),
+                }));
+                self.conversations.insert(id.to_string(), None);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The run ends: its open conversations end with it (`conversation.closed`
+    /// before the run's terminal event).
+    fn close_conversations(&mut self, reason: &str) -> Result<()> {
+        if !self.wf.nodes.iter().any(|n| {
+            n.behaviour
+                .interrupt()
+                .is_some_and(|spec| spec.kind == InterruptKind::ConversationStart)
+        }) {
+            return Ok(());
+        }
+        let mut ids = conversations::of_run(self.conn, &self.run.run_id)?;
+        for (id, state) in &self.conversations {
+            let ours = state.as_ref().is_some_and(|c| c.run_id == self.run.run_id);
+            if ours && !ids.contains(id) {
+                ids.push(id.clone());
+            } else if state.is_none() {
+                ids.retain(|i| i != id);
+            }
+        }
+        for id in &ids {
+            self.emit(
+                EventType::ConversationClosed,
+                None,
+                json!({ "conversationId": id, "reason": reason }),
+            )?;
+        }
+        if !ids.is_empty() {
+            self.changes
+                .push(Change::Conversation(ConversationChange::CloseRun {
+                    run_id: self.run.run_id.clone(),
+                }));
+        }
+        Ok(())
     }
 
     /// Completes a due `core.delay` node.
@@ -543,6 +989,7 @@ impl<'a> Exec<'a> {
     /// Cancels a live run: active nodes get `node.cancelled`, open interrupts are closed.
     pub fn cancel(&mut self, reason: Option<String>, by: Option<String>) -> Result<()> {
         self.stop_active("run cancelled")?;
+        self.close_conversations("run-cancelled")?;
         let mut payload = json!({ "durationMs": (self.now - self.run.created_at).max(0) });
         if let Some(r) = reason {
             payload["reason"] = json!(r);
@@ -594,6 +1041,7 @@ impl<'a> Exec<'a> {
         let duration = (self.now - self.run.created_at).max(0);
         if let Some((node_id, error)) = self.unhandled.take() {
             self.stop_active("run failed")?;
+            self.close_conversations("run-failed")?;
             let run_error = json!({ "code": error["code"], "message": error["message"] });
             self.emit(
                 EventType::RunFailed,
@@ -646,6 +1094,7 @@ impl<'a> Exec<'a> {
                 }
             }
         }
+        self.close_conversations("run-completed")?;
         self.emit(
             EventType::RunCompleted,
             None,
@@ -747,6 +1196,39 @@ impl<'a> Exec<'a> {
     }
 }
 
+/// What edge conditions see of a decided interrupt: the `interrupt.resolved`
+/// members that say what was decided, and the `outcome` (an approval's action,
+/// else the resume value's declared or only outcome).
+fn resolution_facts(interrupt: &InterruptRow, resolved: &Value) -> Result<Value> {
+    let mut facts = Map::new();
+    for k in [
+        "kind",
+        "decision",
+        "action",
+        "reason",
+        "resumeValue",
+        "refineFeedback",
+        "editedArtifactData",
+    ] {
+        if let Some(v) = resolved.get(k) {
+            facts.insert(k.into(), v.clone());
+        }
+    }
+    let outcome = if interrupt.kind == InterruptKind::Approval {
+        resolved.get("action").cloned()
+    } else {
+        let contract = crate::contract::cached(&interrupt.contract)?;
+        resolved
+            .get("resumeValue")
+            .and_then(|rv| contract.contract.outcome_of(rv).ok().flatten())
+            .map(Value::String)
+    };
+    if let Some(o) = outcome {
+        facts.insert("outcome".into(), o);
+    }
+    Ok(Value::Object(facts))
+}
+
 /// The result of checking a resolve against an interrupt: what to record.
 pub(crate) enum Decision {
     /// A vote to record (the changes); the gate stays open.
@@ -783,12 +1265,23 @@ pub(crate) fn decide(
     });
 
     if kind == InterruptKind::Approval {
+        // Every recorded approval carries when it was decided: the server's time unless the client said.
+        let stamped;
+        let resume_value = if resume_value.get("decidedAt").is_none() && resume_value.is_object() {
+            let mut v = resume_value.clone();
+            v["decidedAt"] = json!(crate::clock::rfc3339(now));
+            stamped = v;
+            resolved["resumeValue"] = stamped.clone();
+            &stamped
+        } else {
+            resume_value
+        };
         let rules = interrupt.rules.as_ref().ok_or_else(|| {
             EngineError::Storage(format!("approval {} has no rules", interrupt.interrupt_id))
         })?;
         let via = rules.eligibility(
             principal,
-            &run.owner_subject_id(),
+            &run.requesters(),
             actor.allows(crate::auth::Scope::ApprovalsRespond),
         )?;
         let parsed = approval::parse_resume(rules, resume_value)?;
@@ -891,9 +1384,20 @@ pub(crate) fn decide(
         });
     }
 
-    crate::contract::cached(&interrupt.contract)?.validate_resume(resume_value)?;
+    let contract = crate::contract::cached(&interrupt.contract)?;
+    contract.validate_resume(resume_value)?;
+    let outcome = contract.contract.outcome_of(resume_value)?;
     let mut failure = None;
     match kind {
+        InterruptKind::LowConfidence
+            if outcome.as_deref() == Some("replaced")
+                && resume_value.get("decision").is_none_or(Value::is_null) =>
+        {
+            return Err(EngineError::validation(
+                "resumeValue.decision",
+                "resumeValue.decision is required when the outcome is replaced (the decision that replaces the agent's)",
+            ));
+        }
         InterruptKind::ExternalEvent => {
             if let Some(corr) = payload["data"]["correlation"].as_object() {
                 for (k, expected) in corr {
@@ -1007,6 +1511,7 @@ mod tests {
             next_sequence: 5,
             created_at: 0,
             completed_at: None,
+            requested_by: None,
             nodes_json: None,
         }
     }

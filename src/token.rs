@@ -21,8 +21,11 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 pub const ALG: &str = "hs256";
-/// Default token lifetime: 30 minutes (capped at the interrupt's deadline).
+/// Default lifetime of a link handed out over the API or CLI: 30 minutes
+/// (capped at the interrupt's deadline).
 pub const DEFAULT_TTL_MS: Millis = 30 * 60 * 1000;
+/// A mailed link's default lifetime: a day (capped at the interrupt's deadline).
+pub const DEFAULT_MAIL_LINK_TTL_MS: Millis = 24 * 60 * 60_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

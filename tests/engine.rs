@@ -1348,9 +1348,324 @@ async fn raising_an_interrupt_queues_mail_for_eligible_people_in_the_same_step()
     let reminder = f.engine.outbox_due(10).await.unwrap();
     assert_eq!(reminder[0].reason, "reminder");
 
-    // Without eligibility refs or audience nobody is mailed.
-    start(&f.engine, "conformance-approval", json!({})).await;
-    assert_eq!(f.engine.outbox_backlog().await.unwrap(), 1);
+    // A gate without eligibility refs or audience tells the tenant's people
+    // with an address (they all hold approvals:respond).
+    let open = start(&f.engine, "conformance-approval", json!({})).await;
+    assert_eq!(told(&f.engine, &open).await, ["fin1", "ops1"]);
+}
+
+/// Recipients of the emails queued for `run`'s interrupt, sorted.
+async fn told(engine: &Engine, run: &tollgate::RunId) -> Vec<String> {
+    let mut ids: Vec<String> = pending_of(engine, "email")
+        .await
+        .into_iter()
+        .filter(|m| m.run_id == run.as_str())
+        .map(|m| m.recipient)
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// A tenant `acme` with people (an address each) in finance and ops, one
+/// without an address, an owner with an address, and a tenant `acmf` one
+/// character apart with the same groups and ids that look alike.
+async fn mail_fixture() -> Fixture {
+    let f = fixture().await;
+    for p in [
+        principal_in("owner", "acme", &[], Some("owner@example.com")),
+        principal_in("fin1", "acme", &["finance"], Some("fin1@example.com")),
+        principal_in("fin2", "acme", &["finance"], None),
+        principal_in("ops1", "acme", &["ops"], Some("ops1@example.com")),
+        principal_in("fin1-acmf", "acmf", &["finance"], Some("fin1@example.com")),
+        principal_in("ops1-acmf", "acmf", &["ops"], Some("ops1@example.com")),
+    ] {
+        f.engine.upsert_principal(p).await.unwrap();
+    }
+    f
+}
+
+#[tokio::test]
+async fn who_is_told_follows_audience_eligibility_kind_and_tenant() {
+    let f = mail_fixture().await;
+    let e = &f.engine;
+    // Eligibility refs, no audience: their union (here: finance people with an address).
+    register(e, json!({"id": "refs", "nodes": [gate("gate", json!({"title": "R", "actions": ["accept"], "approverGroupRefs": ["finance"]}))]})).await;
+    let run = start(e, "refs", json!({})).await;
+    assert_eq!(told(e, &run).await, ["fin1"]);
+    // An audience overrides the refs for notification; nobody of acmf is told
+    // though the audience names them.
+    register(e, json!({"id": "aud", "nodes": [gate("gate", json!({"title": "A", "actions": ["accept"], "approverGroupRefs": ["finance"],
+        "audience": {"subjects": ["ops1", "fin1-acmf", "tollgate:ops1-acmf"], "groups": ["nobody"]}}))]})).await;
+    let run = start(e, "aud", json!({})).await;
+    assert_eq!(told(e, &run).await, ["ops1"]);
+    // The owner is in the refs, yet never told about their own request,
+    // whether or not the gate would let them approve it.
+    f.engine
+        .upsert_principal(principal_in(
+            "owner",
+            "acme",
+            &["finance"],
+            Some("owner@example.com"),
+        ))
+        .await
+        .unwrap();
+    let run = start(e, "refs", json!({})).await;
+    assert_eq!(told(e, &run).await, ["fin1"]);
+    register(e, json!({"id": "self", "nodes": [gate("gate", json!({"title": "S", "actions": ["accept"], "approverGroupRefs": ["finance"], "preventSelfApproval": true}))]})).await;
+    let run = start(e, "self", json!({})).await;
+    assert_eq!(told(e, &run).await, ["fin1"]);
+    // No refs, no audience: the tenant's people with an address, but the owner.
+    let run = start(e, "conformance-approval", json!({})).await;
+    assert_eq!(told(e, &run).await, ["fin1", "ops1"]);
+    // Other kinds: likewise (they have no approval rules: anyone of the tenant may answer).
+    for (id, node) in [
+        (
+            "k-clar",
+            json!({"id": "n", "typeId": "core.clarificationGate", "config": {"questions": [{"id": "q", "question": "Why?"}]}}),
+        ),
+        (
+            "k-ext",
+            json!({"id": "n", "typeId": "core.interrupt", "config": {"kind": "external-event", "data": {"eventType": "order.shipped", "correlation": {"orderId": "o-1"}}}}),
+        ),
+        (
+            "k-custom",
+            json!({"id": "n", "typeId": "core.interrupt", "config": {"kind": "custom", "data": {"customKind": "x"}}}),
+        ),
+        (
+            "k-low",
+            json!({"id": "n", "typeId": "core.interrupt", "config": {"kind": "low-confidence", "data": {"agentId": "a", "threshold": 0.7, "observed": 0.2}}}),
+        ),
+    ] {
+        register(e, json!({"id": id, "nodes": [node]})).await;
+        let run = start(e, id, json!({})).await;
+        assert_eq!(told(e, &run).await, ["fin1", "ops1"], "{id}");
+    }
+    // The same in acmf tells only acmf's people (its owner, too, is left out).
+    let acmf_owner = principal_in("owner-acmf", "acmf", &[], Some("o@example.com"));
+    f.engine.upsert_principal(acmf_owner.clone()).await.unwrap();
+    let a = Actor::api_key(acmf_owner, vec![tollgate::auth::Scope::Admin]);
+    for wf in ["conformance-approval", "conformance-clarification"] {
+        let req: CreateRun = serde_json::from_value(json!({"workflowId": wf})).unwrap();
+        let run = e.create_run(req, &a, None).await.unwrap().result.unwrap().run_id;
+        assert_eq!(told(e, &run).await, ["fin1-acmf", "ops1-acmf"], "{wf}");
+    }
+    // Reminders go to the same people.
+    register(e, json!({"id": "ext-remind", "nodes": [{"id": "n", "typeId": "core.interrupt", "config": {"kind": "external-event", "timeoutMs": 60_000, "data": {"eventType": "e", "correlation": {"k": "v"}}}}]})).await;
+    let run = start(e, "ext-remind", json!({})).await;
+    f.clock.advance(30_000);
+    assert_eq!(e.queue_reminders(30_000).await.unwrap(), 2);
+    let mut reminded: Vec<String> = pending_of(e, "email")
+        .await
+        .into_iter()
+        .filter(|m| m.run_id == run.as_str() && m.reason == "reminder")
+        .map(|m| m.recipient)
+        .collect();
+    reminded.sort();
+    assert_eq!(reminded, ["fin1", "ops1"]);
+}
+
+#[tokio::test]
+async fn a_mail_link_resolves_only_for_someone_who_may_decide() {
+    use tollgate::token::Intent;
+    let f = mail_fixture().await;
+    let e = &f.engine;
+    e.set_token_keys(keys(), Some(600_000));
+    register(e, json!({"id": "aud", "nodes": [gate("gate", json!({"title": "A", "actions": ["accept"], "approverGroupRefs": ["finance"],
+        "preventSelfApproval": true, "timeoutMs": 60_000, "audience": {"subjects": ["ops1", "owner", "fin1"]}}))]})).await;
+    f.engine
+        .upsert_principal(principal_in(
+            "owner",
+            "acme",
+            &["finance"],
+            Some("owner@example.com"),
+        ))
+        .await
+        .unwrap();
+    let run = start(e, "aud", json!({})).await;
+    assert_eq!(told(e, &run).await, ["fin1", "ops1", "owner"]);
+    let mails = pending_of(e, "email").await;
+    let interrupt_id = mails[0].interrupt_id.clone();
+    let link = |who: &'static str| {
+        let interrupt_id = interrupt_id.clone();
+        async move {
+            let p = e.principal(who).await.unwrap().unwrap();
+            e.mail_link_for(&interrupt_id, &p).await
+        }
+    };
+    // Told only because the audience names them: view-only. The owner of a
+    // gate that refuses self-approval: view-only. An eligible person: resolve.
+    let (ops_token, expires, intent) = link("ops1").await.unwrap();
+    assert_eq!(intent, Intent::Inspect);
+    assert_eq!(expires, T0 + 60_000, "capped at the deadline");
+    assert_eq!(link("owner").await.unwrap().2, Intent::Inspect);
+    let (fin_token, _, intent) = link("fin1").await.unwrap();
+    assert_eq!(intent, Intent::Resolve);
+    // Another tenant's principal gets no link at all.
+    assert!(matches!(link("fin1-acmf").await, Err(EngineError::Forbidden(_))));
+    // The view-only link shows but cannot decide; the other decides.
+    e.inspect_by_token(&ops_token).await.unwrap();
+    assert!(matches!(
+        e.resolve_by_token(&ops_token, json!({"action": "accept"}), None)
+            .await,
+        Err(EngineError::Forbidden(_))
+    ));
+    assert_eq!(snapshot(e, &run).await["status"], "waiting-approval");
+    e.resolve_by_token(&fin_token, json!({"action": "accept"}), None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(snapshot(e, &run).await["status"], "completed");
+    // No longer pending: no link.
+    assert!(matches!(link("fin1").await, Err(EngineError::NotFound(_))));
+
+    // Other kinds: anyone of the tenant holding approvals:respond decides.
+    let run = start(e, "conformance-clarification", json!({})).await;
+    let view = e
+        .inspect_interrupt(&run, "ask", &actor(e, "owner").await)
+        .await
+        .unwrap();
+    let ops = e.principal("ops1").await.unwrap().unwrap();
+    assert_eq!(
+        e.mail_link_for(&view.interrupt_id, &ops).await.unwrap().2,
+        Intent::Resolve
+    );
+}
+
+#[tokio::test]
+async fn a_callback_carries_a_link_for_the_run_owner_minted_at_delivery() {
+    use tollgate::token::Intent;
+    let f = fixture().await;
+    let e = &f.engine;
+    e.set_callback_policy(Some(tollgate::egress::EgressPolicy::default()));
+    let hooked = |wf: &str| -> CreateRun {
+        serde_json::from_value(json!({"workflowId": wf, "callbackUrl": "https://example.com/hook"})).unwrap()
+    };
+    register(e, json!({"id": "ext", "nodes": [{"id": "wait", "typeId": "core.interrupt", "config": {"kind": "external-event", "timeoutMs": 45_000,
+        "data": {"eventType": "order.shipped", "correlation": {"orderId": "o-1"}}}}]})).await;
+    register(e, json!({"id": "fin", "nodes": [gate("gate", json!({"title": "F", "actions": ["accept"], "approverGroupRefs": ["finance"]}))]})).await;
+    let owner = actor(e, "owner").await;
+    let run = e
+        .create_run(hooked("ext"), &owner, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap()
+        .run_id;
+    let row = pending_of(e, "callback").await.pop().unwrap();
+    assert_eq!(row.reason, "interrupt.requested");
+
+    // No signing key: the stored body as it is.
+    assert!(e.callback_link_for(&row.interrupt_id).await.unwrap().is_none());
+    assert_eq!(
+        e.callback_body_at_delivery(&row).await.unwrap(),
+        row.body.clone().unwrap()
+    );
+
+    e.set_token_keys(keys(), Some(600_000));
+    let body: Value = serde_json::from_str(&e.callback_body_at_delivery(&row).await.unwrap()).unwrap();
+    let link = &body[tollgate::callback::TOKEN_MEMBER];
+    assert_eq!(
+        link["intent"], "resolve",
+        "the owner holds approvals:respond: {body}"
+    );
+    assert_eq!(link["recipient"], "owner");
+    assert_eq!(
+        link["expiresAt"],
+        tollgate::clock::rfc3339(T0 + 45_000),
+        "capped at the deadline"
+    );
+    // Everything else is the stored body; the stored row has no token.
+    let mut without = body.clone();
+    without
+        .as_object_mut()
+        .unwrap()
+        .remove(tollgate::callback::TOKEN_MEMBER);
+    assert_eq!(
+        without,
+        serde_json::from_str::<Value>(row.body.as_deref().unwrap()).unwrap()
+    );
+    assert!(!e
+        .outbox_item(row.id)
+        .await
+        .unwrap()
+        .body
+        .unwrap()
+        .contains("ow2."));
+    // The token acts as the owner: it resolves the external event without a key.
+    let token = link["token"].as_str().unwrap();
+    let (_, claims) = e.inspect_by_token(token).await.unwrap();
+    assert_eq!((claims.p.as_str(), claims.t), ("owner", Intent::Resolve));
+    e.resolve_by_token(token, json!({"orderId": "o-1"}), None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(snapshot(e, &run).await["status"], "completed");
+    // No longer pending: no link; a run's end carries none either.
+    assert!(e.callback_link_for(&row.interrupt_id).await.unwrap().is_none());
+    assert_eq!(
+        e.callback_body_at_delivery(&row).await.unwrap(),
+        row.body.clone().unwrap()
+    );
+    let end = pending_of(e, "callback").await.pop().unwrap();
+    assert_eq!(end.reason, "run.completed");
+    assert!(!e
+        .callback_body_at_delivery(&end)
+        .await
+        .unwrap()
+        .contains("interruptToken"));
+
+    // An approval gate whose refs do not admit the owner: view-only.
+    e.create_run(hooked("fin"), &owner, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    let row = pending_of(e, "callback").await.pop().unwrap();
+    let link = e.callback_link_for(&row.interrupt_id).await.unwrap().unwrap();
+    assert_eq!((link.intent, link.recipient.as_str()), (Intent::Inspect, "owner"));
+    // A gate without refs admits any holder of approvals:respond, the owner too
+    // (single approval: self-approval is not refused)…
+    e.create_run(hooked("conformance-approval"), &owner, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    let row = pending_of(e, "callback").await.pop().unwrap();
+    assert_eq!(
+        e.callback_link_for(&row.interrupt_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .intent,
+        Intent::Resolve
+    );
+    // …but an owner whose key may not respond gets a view-only link.
+    e.upsert_principal(principal_in("svc", "acme", &[], None))
+        .await
+        .unwrap();
+    use tollgate::auth::Scope;
+    e.put_api_key(
+        "svc-key-0123456789ab",
+        "svc",
+        &[Scope::RunsCreate, Scope::RunsRead],
+        None,
+    )
+    .await
+    .unwrap();
+    let svc = Actor::api_key(
+        e.principal("svc").await.unwrap().unwrap(),
+        vec![Scope::RunsCreate, Scope::RunsRead],
+    );
+    e.create_run(hooked("ext"), &svc, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    let row = pending_of(e, "callback").await.pop().unwrap();
+    let link = e.callback_link_for(&row.interrupt_id).await.unwrap().unwrap();
+    assert_eq!((link.intent, link.recipient.as_str()), (Intent::Inspect, "svc"));
 }
 
 #[tokio::test]
@@ -2089,14 +2404,24 @@ async fn outbox_claims_are_leased_and_taken_over_when_the_lease_runs_out() {
 /// Gates whose `artifactData` or `audience` is not an object are valid
 /// definitions: the inbox counts their votes and the reminder scan goes on.
 #[tokio::test]
-async fn non_object_artifacts_and_audiences_do_not_break_the_inbox_or_reminders() {
+async fn non_object_artifacts_do_not_break_the_inbox_or_reminders() {
     let f = fixture().await;
     let e = &f.engine;
+    // `audience` is closed ({subjects, groups, roles}): a string is refused at registration.
+    let refused = e
+        .register_workflow(json!({"id": "plain-audience", "nodes": [gate("gate", json!({
+            "title": "PO", "actions": ["accept"], "audience": "finance"
+        }))]}))
+        .await;
+    assert!(
+        matches!(&refused, Err(EngineError::Validation { message, .. }) if message.contains("node \"gate\"") && message.contains("audience")),
+        "{refused:?}"
+    );
     register(
         e,
         json!({"id": "plain-artifact", "nodes": [gate("gate", json!({
             "title": "PO", "actions": ["accept", "reject"], "approverGroupRefs": ["finance"],
-            "requiredApprovals": 2, "artifactData": "PO-7", "audience": "finance", "timeoutMs": 60_000
+            "requiredApprovals": 2, "artifactData": "PO-7", "timeoutMs": 60_000
         }))]}),
     )
     .await;
@@ -2112,7 +2437,7 @@ async fn non_object_artifacts_and_audiences_do_not_break_the_inbox_or_reminders(
         .find(|i| i.run_id == run)
         .expect("listed for bob");
     assert_eq!((item.accepts, item.required_approvals), (Some(1), Some(2)));
-    // Within the reminder window: the scan reads the string audience and claims the row.
+    // Within the reminder window: the scan reads the stored row and claims it.
     f.clock.advance(50_000);
     assert!(e.queue_reminders(30_000).await.is_ok());
     assert_eq!(e.queue_reminders(30_000).await.unwrap(), 0, "reminded once");

@@ -6,6 +6,7 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
+use tollgate_wire::present::{AnswerForm, KindDetails, Thread};
 use tollgate_wire::{ApprovalAction, DeadlineState, InterruptKind, InterruptStatus};
 
 /// The signed-in person.
@@ -84,8 +85,12 @@ pub struct InterruptData {
     pub request: Value,
     pub request_schema: Value,
     pub resume_schema: Value,
-    /// Approval actions (drawn as buttons).
-    pub actions: Vec<ApprovalAction>,
+    /// What it asks, by kind (the engine reads it from the payload).
+    pub details: KindDetails,
+    /// The form the answer is drawn from, and the buttons that submit it.
+    pub answer_form: AnswerForm,
+    /// A conversation's thread (the `conversation.*` kinds).
+    pub thread: Option<Thread>,
     pub votes: Vec<VoteRow>,
     pub accepts: Option<u32>,
     pub rejects: Option<u32>,
@@ -106,6 +111,12 @@ pub struct LinkProblem {
     pub status: u16,
     pub title: String,
     pub message: String,
+    /// The page offers "send me a fresh link" (an expired link).
+    #[serde(default)]
+    pub offers_fresh_link: bool,
+    /// What became of a request for a fresh link, when one was just made.
+    #[serde(default)]
+    pub notice: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -148,38 +159,15 @@ mod server_side {
         }
     }
 
-    /// The approval actions of a gate: the `action` enum of its resume schema.
-    pub fn actions_of(view: &tollgate::InterruptView) -> Vec<ApprovalAction> {
-        if view.kind != InterruptKind::Approval {
-            return vec![];
-        }
-        let actions = |list: &Value| -> Vec<ApprovalAction> {
-            list.as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().and_then(ApprovalAction::parse))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let from_schema = actions(&view.resume_schema["properties"]["action"]["enum"]);
-        if !from_schema.is_empty() {
-            return from_schema;
-        }
-        let from_data = actions(&view.payload["data"]["actions"]);
-        if !from_data.is_empty() {
-            return from_data;
-        }
-        vec![ApprovalAction::Accept, ApprovalAction::Reject]
-    }
-
-    /// The page data for one interrupt as `actor` sees it.
+    /// The page data for one interrupt as `actor` sees it (`thread`: its
+    /// conversation's, read by the caller through the same check as `view`).
     pub async fn interrupt_data(
         engine: &tollgate::Engine,
         view: tollgate::InterruptView,
         actor: &Actor,
         action_url: String,
         me: Option<Me>,
+        thread: Option<Thread>,
     ) -> Result<InterruptData, tollgate::EngineError> {
         let may = engine.may_decide(&view.run_id, &view.node_id, actor).await?;
         let still = engine.may_still_vote(&view.run_id, &view.node_id, actor).await?;
@@ -187,7 +175,15 @@ mod server_side {
         let as_u32 = |v: &Value| v.as_u64().map(|n| n as u32);
         Ok(InterruptData {
             me,
-            actions: actions_of(&view),
+            details: tollgate::present::details(view.kind, &view.payload),
+            answer_form: tollgate::present::answer_form(
+                view.kind,
+                &view.payload,
+                &view.resume_schema,
+                &view.request,
+                &view.request_schema,
+            ),
+            thread,
             deadline_state: engine.deadline_state(view.deadline.as_deref()),
             description: view.payload["description"]
                 .as_str()
@@ -249,7 +245,7 @@ mod server_side {
         let (title, message) = match e.http_status() {
             410 => (
                 "This link has expired",
-                "Links in notifications only work for a limited time. Sign in to the console to see the request.".to_string(),
+                "Links in notifications only work for a limited time. We can mail a fresh link to the address this one was sent to, or sign in to the console to see the request.".to_string(),
             ),
             409 => (
                 "This request is already decided",
@@ -267,6 +263,8 @@ mod server_side {
             status: e.http_status(),
             title: title.into(),
             message,
+            offers_fresh_link: e.http_status() == 410,
+            notice: None,
         }
     }
 }
@@ -338,7 +336,15 @@ pub async fn load_interrupt(run: String, node: String) -> Result<InterruptData, 
         node
     );
     let me = Some(me_of(&actor.principal));
-    interrupt_data(&engine, view, &actor, url, me)
+    let thread = if view.kind.is_conversation() {
+        engine
+            .conversation_thread(&run_id, &node, &actor)
+            .await
+            .map_err(to_err)?
+    } else {
+        None
+    };
+    interrupt_data(&engine, view, &actor, url, me, thread)
         .await
         .map_err(to_err)
 }
@@ -353,11 +359,18 @@ pub async fn load_token(token: String) -> Result<TokenData, ServerFnError> {
             status: 200,
             title: "Thank you, your decision was recorded".into(),
             message: p.0.message.unwrap_or_else(|| "You can close this page.".into()),
+            offers_fresh_link: false,
+            notice: None,
         }));
     }
     let (view, claims) = match engine.inspect_by_token(&token).await {
         Ok(v) => v,
-        Err(e) => return Ok(problem_page(link_problem(&e))),
+        Err(e) => {
+            let mut problem = link_problem(&e);
+            // What `POST /t/{token}/fresh` answered, when it was just asked.
+            problem.notice = use_context::<Posted>().and_then(|p| p.0.message);
+            return Ok(problem_page(problem));
+        }
     };
     // The recipient as the directory has them now (and whether they still hold approvals:respond).
     let actor = match engine.token_actor(&claims).await {
@@ -367,12 +380,22 @@ pub async fn load_token(token: String) -> Result<TokenData, ServerFnError> {
                 status: 403,
                 title: "This link cannot decide".into(),
                 message: "The person this link was made for no longer exists.".into(),
+                offers_fresh_link: false,
+                notice: None,
             }))
         }
         Err(e) => return Err(to_err(e)),
     };
     let url = format!("/t/{token}");
-    let mut data = interrupt_data(&engine, view, &actor, url, None)
+    let thread = if view.kind.is_conversation() {
+        engine
+            .conversation_thread_by_token(&token)
+            .await
+            .map_err(to_err)?
+    } else {
+        None
+    };
+    let mut data = interrupt_data(&engine, view, &actor, url, None, thread)
         .await
         .map_err(to_err)?;
     if claims.t == tollgate::token::Intent::Inspect {

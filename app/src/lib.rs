@@ -7,6 +7,7 @@ pub mod api;
 pub mod form;
 pub mod pages;
 pub mod security;
+pub mod when;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};

@@ -7,9 +7,11 @@ use crate::api::{
     TokenData,
 };
 use crate::form::{default_values, field_tree, SchemaForm, SchemaView};
+use crate::when::{Said, When};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
+use tollgate_wire::present::KindDetails;
 use tollgate_wire::{ApprovalAction, DeadlineState, InterruptKind, InterruptStatus};
 
 pub(crate) const BUTTON: &str = "inline-flex items-center rounded-md bg-indigo-700 px-4 py-2 text-sm font-semibold text-white shadow-sm hover:bg-indigo-800 focus:outline-none focus:ring-2 focus:ring-indigo-500 focus:ring-offset-2";
@@ -18,20 +20,6 @@ pub(crate) const BUTTON_DANGER: &str = "inline-flex items-center rounded-md bg-r
 pub(crate) const CARD: &str = "rounded-lg border border-slate-200 bg-white p-6 shadow-sm";
 pub(crate) const LINK: &str = "font-medium text-indigo-800 underline decoration-indigo-300 underline-offset-2 hover:decoration-indigo-700 focus:outline-none focus:ring-2 focus:ring-indigo-500";
 pub(crate) const SELECT: &str = "mt-1 block rounded-md border border-slate-300 bg-white px-3 py-2 text-sm text-slate-900 focus:border-indigo-500 focus:outline-none focus:ring-2 focus:ring-indigo-500";
-
-/// "3 min", "5 h", "2 d".
-pub fn human_ms(ms: i64) -> String {
-    let s = ms.abs() / 1000;
-    if s < 60 {
-        format!("{s} s")
-    } else if s < 3600 {
-        format!("{} min", s / 60)
-    } else if s < 86_400 {
-        format!("{} h", s / 3600)
-    } else {
-        format!("{} d", s / 86_400)
-    }
-}
 
 fn action_label(action: ApprovalAction) -> &'static str {
     match action {
@@ -45,11 +33,18 @@ fn action_label(action: ApprovalAction) -> &'static str {
 }
 
 pub(crate) fn kind_label(kind: InterruptKind) -> String {
-    let mut s = kind.as_str().replace('-', " ");
-    if let Some(first) = s.get_mut(0..1) {
-        first.make_ascii_uppercase();
+    match kind {
+        InterruptKind::Approval => "Approval",
+        InterruptKind::Clarification => "Clarification",
+        InterruptKind::ExternalEvent => "External event",
+        InterruptKind::Custom => "Custom",
+        InterruptKind::ConversationStart => "Conversation start",
+        InterruptKind::ConversationExchange => "Conversation turn",
+        InterruptKind::ConversationClose => "Conversation close",
+        InterruptKind::LowConfidence => "Low confidence",
+        InterruptKind::Credential => "Credential",
     }
-    s
+    .to_string()
 }
 
 /// The bar above every signed-in page.
@@ -281,7 +276,7 @@ fn InboxView(
                                     <th scope="col" class="px-4 py-3 font-semibold">"Request"</th>
                                     <th scope="col" class="px-4 py-3 font-semibold">"Kind"</th>
                                     <th scope="col" class="px-4 py-3 font-semibold">"Workflow"</th>
-                                    <th scope="col" class="px-4 py-3 font-semibold">"Age"</th>
+                                    <th scope="col" class="px-4 py-3 font-semibold">"Raised"</th>
                                     <th scope="col" class="px-4 py-3 font-semibold">"Deadline"</th>
                                     <th scope="col" class="px-4 py-3 font-semibold">"Approvals"</th>
                                 </tr>
@@ -307,19 +302,17 @@ fn InboxView(
 #[component]
 fn InboxRowView(row: InboxRow) -> impl IntoView {
     let InboxRow { href, item: row } = row;
-    let deadline = match (&row.deadline, row.deadline_in_ms) {
-        (Some(d), Some(ms)) => {
-            let (class, text) = match row.deadline_state {
-                DeadlineState::Overdue => (
-                    "font-semibold text-red-800",
-                    format!("Overdue by {}", human_ms(ms)),
-                ),
-                DeadlineState::Soon => ("font-semibold text-amber-800", format!("In {}", human_ms(ms))),
-                DeadlineState::Ok | DeadlineState::None => ("text-slate-700", format!("In {}", human_ms(ms))),
+    let deadline = match &row.deadline {
+        Some(d) => {
+            let class = match row.deadline_state {
+                DeadlineState::Overdue => "font-semibold text-red-800",
+                DeadlineState::Soon => "font-semibold text-amber-800",
+                DeadlineState::Ok | DeadlineState::None => "text-slate-700",
             };
-            view! { <time datetime=d.clone() title=d.clone() class=class data-deadline=row.deadline_state.as_str()>{text}</time> }.into_any()
+            view! { <When at=d.clone() said=Said::Deadline class=class state=row.deadline_state.as_str() /> }
+                .into_any()
         }
-        _ => view! { <span class="text-slate-500">"None"</span> }.into_any(),
+        None => view! { <span class="text-slate-500">"None"</span> }.into_any(),
     };
     let quorum = match (row.accepts, row.required_approvals) {
         (Some(a), Some(n)) => format!("{a} of {n}"),
@@ -328,10 +321,13 @@ fn InboxRowView(row: InboxRow) -> impl IntoView {
     let mine = row.my_vote.map(|v| view! { <span class="ml-2 rounded bg-slate-100 px-1.5 py-0.5 text-xs text-slate-700">{format!("you: {v}")}</span> });
     view! {
         <tr class="hover:bg-slate-50" data-run=row.run_id.clone() data-node=row.node_id.clone()>
-            <td class="px-4 py-3"><a href=href class=LINK>{row.title.clone()}</a></td>
+            <td class="px-4 py-3">
+                <a href=href class=LINK>{row.title.clone()}</a>
+                {row.summary.clone().map(|s| view! { <p class="mt-0.5 text-xs text-slate-600" data-summary="">{s}</p> })}
+            </td>
             <td class="px-4 py-3 text-slate-700">{kind_label(row.kind)}</td>
             <td class="px-4 py-3 text-slate-700">{row.workflow_id.clone()}</td>
-            <td class="px-4 py-3 text-slate-700"><time datetime=row.created_at.clone() title=row.created_at.clone()>{human_ms(row.age_ms)}</time></td>
+            <td class="px-4 py-3 text-slate-700"><When at=row.created_at.clone() /></td>
             <td class="px-4 py-3">{deadline}</td>
             <td class="px-4 py-3 text-slate-700" data-quorum="">{quorum}{mine}</td>
         </tr>
@@ -427,7 +423,7 @@ pub fn TokenPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="p-8">"Loading…"</p> }>
             {move || data.get().map(|r| match r {
                 Ok(TokenData::Open(d)) => view! { <InterruptDetail data=*d /> }.into_any(),
-                Ok(TokenData::Problem(p)) => view! { <Problem problem=p /> }.into_any(),
+                Ok(TokenData::Problem(p)) => view! { <Problem problem=p token=token() /> }.into_any(),
                 Err(e) => error_box(e.to_string()),
             })}
         </Suspense>
@@ -435,8 +431,20 @@ pub fn TokenPage() -> impl IntoView {
 }
 
 #[component]
-fn Problem(problem: LinkProblem) -> impl IntoView {
+fn Problem(problem: LinkProblem, token: String) -> impl IntoView {
     let ok = problem.status == 200;
+    // A plain form: asking for a fresh link works without JavaScript. The
+    // server sends it only to the link's own recipient.
+    let fresh = problem.offers_fresh_link.then(|| {
+        view! {
+            <form method="post" action=format!("/t/{token}/fresh") class="mt-6">
+                <button id="fresh-link" type="submit" class=BUTTON>"Send me a fresh link"</button>
+            </form>
+        }
+    });
+    let notice = problem.notice.map(|n| {
+        view! { <p id="fresh-link-notice" role="status" class="mt-4 rounded bg-slate-100 p-3 text-slate-800">{n}</p> }
+    });
     view! {
         <main class="mx-auto max-w-xl px-6 py-12">
             <div id="link-problem" data-status=problem.status.to_string() class=CARD>
@@ -444,9 +452,275 @@ fn Problem(problem: LinkProblem) -> impl IntoView {
                     {problem.title}
                 </h1>
                 <p class="mt-3 text-slate-700">{problem.message}</p>
+                {notice}
+                {fresh}
                 <p class="mt-6"><a href="/signin" class=LINK>"Sign in to the console"</a></p>
             </div>
         </main>
+    }
+}
+
+/// The label of a button that sets `member` to `value` (an approval's
+/// `action`, an `outcome`).
+fn choice_label(member: &str, value: &str) -> String {
+    match (member, value) {
+        ("action", a) => {
+            ApprovalAction::parse(a).map_or_else(|| a.to_string(), |a| action_label(a).to_string())
+        }
+        ("outcome", "confirmed") => "Confirm".into(),
+        ("outcome", "replaced") => "Replace".into(),
+        ("outcome", "authorized") => "Authorized".into(),
+        ("outcome", "declined") => "Declined".into(),
+        (_, v) => v.to_string(),
+    }
+}
+
+fn choice_class(value: &str, first: bool) -> &'static str {
+    match value {
+        "reject" | "declined" => BUTTON_DANGER,
+        "accept" | "confirmed" | "authorized" => BUTTON,
+        _ if first => BUTTON,
+        _ => BUTTON_SECONDARY,
+    }
+}
+
+/// The heading of the answer section and the label of its single submit button.
+fn answer_words(kind: InterruptKind) -> (&'static str, &'static str) {
+    match kind {
+        InterruptKind::Approval | InterruptKind::LowConfidence => ("Your decision", "Submit"),
+        InterruptKind::Clarification => ("Your answers", "Submit answers"),
+        InterruptKind::ExternalEvent => ("Record the event", "Record the event"),
+        InterruptKind::Credential => ("After connecting", "Submit"),
+        InterruptKind::Custom => ("Your answer", "Submit answer"),
+        InterruptKind::ConversationStart => ("Your reply", "Start the conversation"),
+        InterruptKind::ConversationExchange => ("Your reply", "Send reply"),
+        InterruptKind::ConversationClose => ("Your reply", "Close the conversation"),
+    }
+}
+
+fn json_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+/// One row of a definition list.
+fn dl_item(term: &'static str, value: AnyView) -> AnyView {
+    view! {
+        <div class="py-2 sm:grid sm:grid-cols-3 sm:gap-4">
+            <dt class="text-sm font-medium text-slate-600">{term}</dt>
+            <dd class="mt-1 text-sm text-slate-900 sm:col-span-2 sm:mt-0">{value}</dd>
+        </div>
+    }
+    .into_any()
+}
+
+fn credential_reason(reason: &str) -> String {
+    match reason {
+        "missing" => "No account is connected yet.".into(),
+        "expired" => "The connection has expired.".into(),
+        "insufficient_scope" => "The connection needs more access.".into(),
+        other => other.to_string(),
+    }
+}
+
+/// What the interrupt asks, drawn for its kind. `answering`: the form
+/// below is drawn (a clarification's questions are its labels then).
+fn kind_section(data: &InterruptData, answering: bool) -> AnyView {
+    let request = || {
+        view! {
+            <section class=CARD aria-labelledby="request-heading">
+                <h2 id="request-heading" class="text-lg font-semibold">"Request"</h2>
+                <div class="mt-3"><SchemaView value=data.request.clone() schema=data.request_schema.clone() /></div>
+            </section>
+        }
+        .into_any()
+    };
+    // Bound inputs of other kinds, when there are any.
+    let extra_request = || {
+        data.request
+            .as_object()
+            .is_some_and(|m| !m.is_empty())
+            .then(request)
+    };
+    match data.details.clone() {
+        KindDetails::Approval => request(),
+        KindDetails::Custom { custom_kind } => view! {
+            <section class=CARD aria-labelledby="request-heading">
+                <h2 id="request-heading" class="text-lg font-semibold">"Request"</h2>
+                <p class="mt-1 text-sm text-slate-600">"Kind: "<code id="custom-kind" class="font-mono">{custom_kind}</code></p>
+                <div class="mt-3"><SchemaView value=data.request.clone() schema=data.request_schema.clone() /></div>
+            </section>
+        }
+        .into_any(),
+        // The form's fields are labelled with the questions.
+        KindDetails::Clarification { .. } if answering => extra_request().into_any(),
+        KindDetails::Clarification { questions } => {
+            let items = questions
+                .into_iter()
+                .map(|q| view! { <li data-question=q.id class="pl-1">{q.question}</li> })
+                .collect_view();
+            view! {
+                <section class=CARD aria-labelledby="questions-heading">
+                    <h2 id="questions-heading" class="text-lg font-semibold">"Questions"</h2>
+                    <ol id="questions" class="mt-3 list-decimal space-y-1 pl-5 text-slate-900">{items}</ol>
+                </section>
+                {extra_request()}
+            }
+            .into_any()
+        }
+        KindDetails::ExternalEvent { event_type, correlation } => {
+            let rows = correlation
+                .into_iter()
+                .map(|(k, v)| {
+                    let name = k.clone();
+                    view! {
+                        <div class="py-2 sm:grid sm:grid-cols-3 sm:gap-4" data-correlation=name>
+                            <dt class="text-sm font-medium text-slate-600"><code class="font-mono">{k}</code></dt>
+                            <dd class="mt-1 text-sm text-slate-900 sm:col-span-2 sm:mt-0">{json_text(&v)}</dd>
+                        </div>
+                    }
+                })
+                .collect_view();
+            let note = if answering {
+                "The run goes on when the event arrives. If it happened and did not reach Tollgate, you may record it below."
+            } else {
+                "The run goes on when the event arrives."
+            };
+            view! {
+                <section class=CARD aria-labelledby="waiting-heading">
+                    <h2 id="waiting-heading" class="text-lg font-semibold">"Waiting for an event"</h2>
+                    <dl id="waiting-for" class="mt-3 divide-y divide-slate-100">
+                        {dl_item("Event", view! { <code id="event-type" class="font-mono">{event_type}</code> }.into_any())}
+                        {rows}
+                    </dl>
+                    <p class="mt-3 text-sm text-slate-600">{note}</p>
+                </section>
+                {extra_request()}
+            }
+            .into_any()
+        }
+        KindDetails::LowConfidence { agent_id, threshold, observed, decision } => {
+            let decision = decision.map_or_else(|| "None given".to_string(), |d| json_text(&d));
+            view! {
+                <section class=CARD aria-labelledby="agent-heading">
+                    <h2 id="agent-heading" class="text-lg font-semibold">"The agent's decision"</h2>
+                    <p class="mt-1 text-sm text-slate-600">"The agent was less sure than its threshold: confirm its decision or replace it."</p>
+                    <dl id="agent-decision" class="mt-3 divide-y divide-slate-100">
+                        {dl_item("Agent", view! { <code id="agent-id" class="font-mono">{agent_id}</code> }.into_any())}
+                        {dl_item("Proposed decision", view! { <span id="agent-proposal" class="font-semibold">{decision}</span> }.into_any())}
+                        {dl_item("Confidence", view! { <span id="agent-confidence">{observed.map_or_else(|| "—".to_string(), percent)}</span> }.into_any())}
+                        {dl_item("Threshold", view! { <span id="agent-threshold">{threshold.map_or_else(|| "—".to_string(), percent)}</span> }.into_any())}
+                    </dl>
+                </section>
+            }
+            .into_any()
+        }
+        KindDetails::Credential { provider, scopes, reason, connect_url } => {
+            let scopes = if scopes.is_empty() {
+                view! { <span>"None named"</span> }.into_any()
+            } else {
+                view! {
+                    <ul id="credential-scopes" class="flex flex-wrap gap-2">
+                        {scopes.into_iter().map(|s| view! { <li><code class="rounded bg-slate-100 px-1.5 py-0.5 font-mono text-xs">{s}</code></li> }).collect_view()}
+                    </ul>
+                }
+                .into_any()
+            };
+            let link = match connect_url.filter(|u| u.starts_with("https://")) {
+                Some(url) => {
+                    let text = format!("Open the {provider} connect page");
+                    view! {
+                        <p class="mt-4"><a id="connect-link" href=url rel="noopener noreferrer" class=LINK>{text}</a></p>
+                        <p class="mt-2 text-sm text-slate-600">"Connect the account on that page, then say here whether you authorized it. No password or token is entered in Tollgate."</p>
+                    }
+                    .into_any()
+                }
+                None => view! { <p class="mt-4 text-sm text-slate-600">"No connect page was given."</p> }.into_any(),
+            };
+            view! {
+                <section class=CARD aria-labelledby="credential-heading">
+                    <h2 id="credential-heading" class="text-lg font-semibold">"Connect an account"</h2>
+                    <dl id="credential" class="mt-3 divide-y divide-slate-100">
+                        {dl_item("Provider", view! { <span id="credential-provider" class="font-semibold">{provider.clone()}</span> }.into_any())}
+                        {dl_item("Access asked for", scopes)}
+                        {dl_item("Why", view! { <span id="credential-reason">{reason.as_deref().map(credential_reason).unwrap_or_else(|| "Not given.".into())}</span> }.into_any())}
+                    </dl>
+                    {link}
+                </section>
+            }
+            .into_any()
+        }
+        KindDetails::Conversation { conversation_id, title, prompt, reason } => {
+            let thread = data.thread.clone();
+            let title = thread.as_ref().and_then(|t| t.title.clone()).or(title);
+            let entries = thread.as_ref().map(|t| t.entries.clone()).unwrap_or_default();
+            let closed = thread.as_ref().and_then(|t| t.closed.clone());
+            let items = entries
+                .into_iter()
+                .map(|e| {
+                    let label = match e.kind {
+                        InterruptKind::ConversationStart => "Opened".to_string(),
+                        InterruptKind::ConversationClose => "Closing".to_string(),
+                        _ => format!("Turn {}", e.turn_index.map_or(1, |t| t + 1)),
+                    };
+                    let answer = match (&e.answer, e.ended_without_answer, &e.answered_at) {
+                        (Some(a), _, _) => view! {
+                            <div class="mt-2 rounded-md border border-indigo-100 bg-indigo-50 p-3" data-answer="">
+                                <p class="text-xs font-semibold uppercase tracking-wide text-indigo-900">"Answer"</p>
+                                <SchemaView value=a.clone() schema=e.answer_schema.clone() />
+                            </div>
+                        }
+                        .into_any(),
+                        (None, true, _) => view! { <p class="mt-2 text-sm text-slate-600">"Ended without an answer."</p> }.into_any(),
+                        (None, false, Some(_)) => view! { <p class="mt-2 text-sm text-slate-600">"Acknowledged."</p> }.into_any(),
+                        (None, false, None) if e.current => view! { <p class="mt-2 text-sm font-medium text-amber-800">"Waiting for your reply."</p> }.into_any(),
+                        (None, false, None) => view! { <p class="mt-2 text-sm text-slate-600">"Waiting."</p> }.into_any(),
+                    };
+                    let current = e.current.then_some("step");
+                    let class = if e.current {
+                        "rounded-md border-2 border-indigo-400 p-3"
+                    } else {
+                        "rounded-md border border-slate-200 p-3"
+                    };
+                    view! {
+                        <li class=class aria-current=current data-node=e.node_id.clone() data-kind=e.kind.as_str()>
+                            <p class="text-xs font-semibold uppercase tracking-wide text-slate-600">
+                                {label}" · "<When at=e.asked_at.clone() />
+                            </p>
+                            {e.prompt.map(|p| view! { <p class="mt-1 whitespace-pre-wrap text-slate-900" data-prompt="">{p}</p> })}
+                            {answer}
+                        </li>
+                    }
+                })
+                .collect_view();
+            let fallback = (thread.is_none()).then(|| prompt.map(|p| view! { <p class="mt-3 whitespace-pre-wrap">{p}</p> }));
+            let closing = reason.map(|r| view! { <p class="mt-3 text-sm text-slate-700">{format!("Closing because: {r}")}</p> });
+            let closed = closed.map(|r| {
+                let text = match r {
+                    Some(r) => format!("The conversation is closed ({r})."),
+                    None => "The conversation is closed.".to_string(),
+                };
+                view! { <p id="thread-closed" class="mt-3 text-sm text-slate-700">{text}</p> }
+            });
+            view! {
+                <section class=CARD aria-labelledby="thread-heading">
+                    <h2 id="thread-heading" class="text-lg font-semibold">{title.unwrap_or_else(|| "Conversation".into())}</h2>
+                    <p class="mt-1 text-sm text-slate-600">"Conversation "<code id="conversation-id" class="font-mono">{conversation_id}</code></p>
+                    <ol id="thread" class="mt-4 space-y-3" aria-label="The conversation so far">{items}</ol>
+                    {fallback}
+                    {closing}
+                    {closed}
+                </section>
+                {extra_request()}
+            }
+            .into_any()
+        }
     }
 }
 
@@ -455,19 +729,17 @@ fn InterruptDetail(data: InterruptData) -> impl IntoView {
     let is_approval = data.kind == InterruptKind::Approval;
     let posted = data.posted.clone().unwrap_or_default();
     let done = posted.done;
-    let tree = field_tree(&data.resume_schema).map(|mut t| {
-        if is_approval {
-            t.remove_field("action");
-        }
-        t
-    });
+    let tree = field_tree(&data.answer_form.schema);
+    let choice = data.answer_form.choice.clone();
+    let answering = data.status == InterruptStatus::Pending && data.may_decide;
+    let (answer_heading, submit_label) = answer_words(data.kind);
     let deadline = data.deadline.clone().map(|d| {
-        let (class, label) = match data.deadline_state {
-            DeadlineState::Overdue => ("font-semibold text-red-800", "Overdue since"),
-            DeadlineState::Soon => ("font-semibold text-amber-800", "Due soon:"),
-            DeadlineState::Ok | DeadlineState::None => ("text-slate-700", "Due"),
+        let class = match data.deadline_state {
+            DeadlineState::Overdue => "font-semibold text-red-800",
+            DeadlineState::Soon => "font-semibold text-amber-800",
+            DeadlineState::Ok | DeadlineState::None => "text-slate-700",
         };
-        view! { <p id="deadline" class=format!("text-sm {class}") data-deadline=data.deadline_state.as_str()>{label}" "<time datetime=d.clone()>{d.clone()}</time></p> }
+        view! { <p id="deadline" class=format!("text-sm {class}") data-deadline=data.deadline_state.as_str()><When at=d said=Said::Deadline /></p> }
     });
     let quorum = data.required_approvals.map(|n| {
         let a = data.accepts.unwrap_or(0);
@@ -496,18 +768,26 @@ fn InterruptDetail(data: InterruptData) -> impl IntoView {
                     posted.values.clone()
                 };
                 let errors = posted.errors.clone();
-                let buttons = if is_approval {
-                    data.actions.iter().map(|&a| {
-                        let class = match a { ApprovalAction::Reject => BUTTON_DANGER, ApprovalAction::Accept => BUTTON, _ => BUTTON_SECONDARY };
-                        view! { <button type="submit" name="action" value=a.as_str() id=format!("action-{a}") class=class>{action_label(a)}</button> }
-                    }).collect_view().into_any()
-                } else {
-                    view! { <button type="submit" id="action-submit" class=BUTTON>"Submit answer"</button> }
-                        .into_any()
+                let options = choice.as_ref().map(|c| c.options.clone()).unwrap_or_default();
+                let buttons = match &choice {
+                    Some(c) => c.options.iter().enumerate().map(|(i, o)| {
+                        let id = format!("{}-{o}", c.member);
+                        view! { <button type="submit" name=c.member.clone() value=o.clone() id=id class=choice_class(o, i == 0)>{choice_label(&c.member, o)}</button> }
+                    }).collect_view().into_any(),
+                    None => view! { <button type="submit" id="action-submit" class=BUTTON>{submit_label}</button> }
+                        .into_any(),
                 };
-                let hint = (is_approval && data.actions.iter().any(|a| matches!(a, ApprovalAction::Refine | ApprovalAction::EditAccept))).then(|| view! {
-                    <p class="text-sm text-slate-600">"“Request changes” sends the feedback field back; “Edit and approve” approves with the edited data."</p>
-                });
+                let has = |o: &str| options.iter().any(|x| x == o);
+                let hint = if is_approval && (has("refine") || has("edit-accept") || has("ask")) {
+                    Some("Each button sends the comment and only its own part of the form: “Request changes” the changes asked for, “Edit and approve” the edited data, “Ask a question” the question.")
+                } else if data.kind == InterruptKind::LowConfidence {
+                    Some("“Confirm” goes on with the agent's decision; “Replace” goes on with the decision chosen above instead.")
+                } else if data.kind == InterruptKind::Credential {
+                    Some("“Authorized” once you connected the account on the provider's page; “Declined” if you will not.")
+                } else {
+                    None
+                };
+                let hint = hint.map(|h| view! { <p class="text-sm text-slate-600">{h}</p> });
                 view! {
                     <form method="post" action=data.action_url.clone() id="decide-form" class="space-y-6" novalidate>
                         <SchemaForm tree=tree values=values errors=errors id_prefix="answer" />
@@ -518,23 +798,24 @@ fn InterruptDetail(data: InterruptData) -> impl IntoView {
             }
         }
     };
+    let kind = kind_section(&data, answering);
     view! {
         <main class="mx-auto max-w-3xl space-y-6 px-6 py-8">
             <div>
-                <p class="text-sm font-medium text-slate-600">{format!("{} · {}", kind_label(data.kind), data.workflow_id)}</p>
+                <p class="text-sm font-medium text-slate-600">
+                    <span id="interrupt-kind" data-kind=data.kind.as_str()>{kind_label(data.kind)}</span>
+                    {format!(" · {}", data.workflow_id)}
+                </p>
                 <h1 id="interrupt-title" class="mt-1 text-2xl font-semibold tracking-tight">{data.title.clone()}</h1>
                 {data.description.clone().map(|d| view! { <p class="mt-2 text-slate-700">{d}</p> })}
                 <div class="mt-3 flex flex-wrap gap-x-6 gap-y-1 text-sm text-slate-600">
-                    <p>"Raised "<time datetime=data.created_at.clone()>{data.created_at.clone()}</time></p>
+                    <p>"Raised: "<When at=data.created_at.clone() /></p>
                     {deadline}
                 </div>
             </div>
             {done.then(|| view! { <p id="decided" role="status" class="rounded-md border border-emerald-200 bg-emerald-50 p-4 text-emerald-900">{posted.message.clone().unwrap_or_else(|| "Your decision was recorded.".into())}</p> })}
             {(!done).then(|| posted.message.clone().map(|m| view! { <p id="form-message" role="alert" class="rounded-md border border-red-200 bg-red-50 p-4 text-red-800">{m}</p> }))}
-            <section class=CARD aria-labelledby="request-heading">
-                <h2 id="request-heading" class="text-lg font-semibold">"Request"</h2>
-                <div class="mt-3"><SchemaView value=data.request.clone() schema=data.request_schema.clone() /></div>
-            </section>
+            {kind}
             {is_approval.then(|| view! {
                 <section class=CARD aria-labelledby="votes-heading">
                     <h2 id="votes-heading" class="text-lg font-semibold">"Votes"</h2>
@@ -548,7 +829,7 @@ fn InterruptDetail(data: InterruptData) -> impl IntoView {
                                     <li class="py-2">
                                         <span class="font-medium">{v.principal}</span>" — "{v.action.as_str()}
                                         {(!v.counted).then_some(" (replaced)")}
-                                        " · "<time datetime=v.decided_at.clone()>{v.decided_at.clone()}</time>
+                                        " · "<When at=v.decided_at.clone() />
                                     </li>
                                 }).collect_view()}
                             </ul>
@@ -560,7 +841,7 @@ fn InterruptDetail(data: InterruptData) -> impl IntoView {
                 </section>
             })}
             <section class=CARD aria-labelledby="answer-heading">
-                <h2 id="answer-heading" class="text-lg font-semibold">"Your decision"</h2>
+                <h2 id="answer-heading" class="text-lg font-semibold">{answer_heading}</h2>
                 <div class="mt-4">{form}</div>
             </section>
         </main>

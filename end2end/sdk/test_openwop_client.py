@@ -366,7 +366,11 @@ def test_approval_accept_completes(client: OpenwopClient) -> None:
     assert resolved["interruptId"] == suspended["interruptId"]
     assert resolved["action"] == "accept"
     assert resolved["decision"] == "granted"
-    assert one(events, "node.completed").payload["outputs"]["resumeValue"] == {"action": "accept"}
+    # Every recorded approval says when it was decided: the server's time when the client sent none.
+    decided = one(events, "node.completed").payload["outputs"]["resumeValue"]
+    assert decided.pop("decidedAt").endswith("Z")
+    assert decided == {"action": "accept"}
+    assert resolved["resumeValue"]["decidedAt"].endswith("Z")
 
     # The SSE channel serves the same log, live and after the fact, and the
     # SDK's stream ends by itself on run.completed.

@@ -1,5 +1,8 @@
 //! Delivers the engine's `callback` outbox rows: POSTs each body to the run's
-//! `callbackUrl`, signed with `OpenWOP-Signature`.
+//! `callbackUrl`, signed with `OpenWOP-Signature`. The body is the stored
+//! one plus, on an interrupt's callback, a link for the run's owner that the
+//! engine mints at each attempt (`Engine::callback_body_at_delivery`); the
+//! signature covers the body as sent.
 //!
 //! Every attempt re-checks the URL with the engine's egress guard, resolves
 //! the host itself, checks EVERY resolved address, and connects only to the
@@ -122,7 +125,18 @@ impl Deliverer {
 
     /// Delivers one outbox row and records the outcome.
     pub async fn deliver(&self, engine: &Engine, item: &OutboxItem) {
-        let body = item.body.clone().unwrap_or_else(|| "{}".into());
+        // The stored body plus, for an interrupt, a link for the run's owner
+        // minted now (never stored); the signature covers exactly this.
+        let body = match engine.callback_body_at_delivery(item).await {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(id = item.id, error = %e, "callback body not ready; will retry");
+                if let Err(e) = engine.callback_failed(item.id, None, e.to_string(), true).await {
+                    tracing::error!(error = %e, "recording callback delivery state failed");
+                }
+                return;
+            }
+        };
         let delivery_id = format!("{}#{}", item.run_id, item.id);
         let outcome = self
             .attempt(&item.address, &body, &delivery_id, engine.now() / 1000)

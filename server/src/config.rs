@@ -36,6 +36,9 @@ pub struct Config {
     /// Run callbacks (`createRun.callbackUrl`); delivered only when `secret` is set.
     #[serde(default)]
     pub callbacks: CallbacksConfig,
+    /// Optional interrupt kinds this instance offers (and discovery advertises).
+    #[serde(default)]
+    pub interrupts: InterruptsConfig,
     /// Console sign-in throttling and password hashing concurrency.
     #[serde(default)]
     pub sign_in: tollgate::sign_in::SignInLimits,
@@ -96,6 +99,9 @@ pub struct NotificationsConfig {
     pub reminder_before_minutes: Option<u64>,
     /// How often the outbox is checked, in milliseconds.
     pub poll_interval_ms: u64,
+    /// How long a mailed link works, in hours (capped at the interrupt's
+    /// deadline); an expired link's page offers a fresh one.
+    pub link_ttl_hours: u64,
 }
 
 impl Default for NotificationsConfig {
@@ -103,6 +109,7 @@ impl Default for NotificationsConfig {
         NotificationsConfig {
             reminder_before_minutes: None,
             poll_interval_ms: 1000,
+            link_ttl_hours: 24,
         }
     }
 }
@@ -138,8 +145,11 @@ impl Default for CallbacksConfig {
 #[serde(deny_unknown_fields)]
 pub struct DemoRunConfig {
     pub workflow: String,
+    /// Who starts the run (its owner).
     pub principal: String,
     pub inputs: Option<serde_json::Value>,
+    /// The person the run is for (`createRun.requestedBy`).
+    pub requested_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -184,6 +194,44 @@ impl Default for DatabaseConfig {
         DatabaseConfig {
             url: "sqlite://tollgate.db".into(),
             durability: tollgate::Durability::Full,
+        }
+    }
+}
+
+/// `[interrupts]`: the optional OpenWOP families. A definition that uses a
+/// kind the instance does not offer is refused at registration
+/// (`422 capability_required`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterruptsConfig {
+    /// `conversationPrimitive`: the `conversation.*` kinds (on by default).
+    #[serde(default = "yes")]
+    pub conversation: bool,
+    /// `oauth.credentialInterrupt`: the `credential` kind (off by default;
+    /// turn it on when the connect URLs your workflows name exist).
+    #[serde(default)]
+    pub credential: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for InterruptsConfig {
+    fn default() -> Self {
+        let caps = tollgate::definition::Capabilities::default();
+        InterruptsConfig {
+            conversation: caps.conversation,
+            credential: caps.credential,
+        }
+    }
+}
+
+impl InterruptsConfig {
+    pub fn capabilities(&self) -> tollgate::definition::Capabilities {
+        tollgate::definition::Capabilities {
+            conversation: self.conversation,
+            credential: self.credential,
         }
     }
 }
@@ -318,6 +366,12 @@ impl Config {
                 );
             }
         }
+        if self.notifications.link_ttl_hours == 0 {
+            anyhow::bail!("notifications.link_ttl_hours: at least 1 (hours a mailed link works)");
+        }
+        if self.server.token_ttl_minutes == 0 {
+            anyhow::bail!("server.token_ttl_minutes: at least 1");
+        }
         for (i, k) in self.api_keys.iter().enumerate() {
             if k.key.len() < 16 {
                 anyhow::bail!("api_keys[{i}].key: at least 16 characters");
@@ -331,6 +385,11 @@ impl Config {
         for (i, r) in self.demo_runs.iter().enumerate() {
             if !self.principals.iter().any(|p| p.id == r.principal) {
                 anyhow::bail!("demo_runs[{i}].principal: unknown principal {:?}", r.principal);
+            }
+            if let Some(person) = &r.requested_by {
+                if !self.principals.iter().any(|p| p.id == *person) {
+                    anyhow::bail!("demo_runs[{i}].requested_by: unknown principal {person:?}");
+                }
             }
         }
         for (i, k) in self.token_keys.iter().enumerate() {

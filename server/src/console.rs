@@ -16,7 +16,9 @@ use std::future::Future;
 use std::net::SocketAddr;
 use tollgate::{Actor, EngineError, InterruptView};
 use tollgate_app::api::{Posted, PostedForm, SignedIn};
-use tollgate_app::form::{errors_for_form, field_tree, form_to_json, handle_row_action, pointer_to_path};
+use tollgate_app::form::{
+    errors_for_form, field_tree, form_to_json, handle_row_action, pointer_to_path, resume_field_to_path,
+};
 use tower_sessions::Session;
 
 #[derive(Deserialize)]
@@ -136,8 +138,15 @@ where
     F: FnOnce(Value) -> Fut,
     Fut: Future<Output = Result<tollgate::Outcome<tollgate::Resolved>, EngineError>>,
 {
-    let is_approval = view.kind == "approval";
-    let mut tree = match field_tree(&view.resume_schema) {
+    // The form as the page drew it; the engine says which member, if any, the buttons set.
+    let form = tollgate::present::answer_form(
+        view.kind,
+        &view.payload,
+        &view.resume_schema,
+        &view.request,
+        &view.request_schema,
+    );
+    let tree = match field_tree(&form.schema) {
         Ok(t) => t,
         Err(e) => {
             return (
@@ -149,11 +158,12 @@ where
             )
         }
     };
-    if is_approval {
-        tree.remove_field("action");
-    }
-    let values: tollgate_app::form::FormValues =
-        fields.iter().filter(|(k, _)| k != "action").cloned().collect();
+    let member = form.choice.as_ref().map(|c| c.member.as_str());
+    let values: tollgate_app::form::FormValues = fields
+        .iter()
+        .filter(|(k, _)| Some(k.as_str()) != member)
+        .cloned()
+        .collect();
     if let Some(values) = handle_row_action(&tree, fields) {
         return (
             PostedForm {
@@ -163,7 +173,7 @@ where
             StatusCode::OK,
         );
     }
-    let mut value = match form_to_json(&tree, fields) {
+    let value = match form_to_json(&tree, fields) {
         Ok(v) => v,
         Err(errors) => {
             let errors = errors_for_form(&tree, errors.into_iter().map(|e| (e.path, e.message)));
@@ -178,17 +188,8 @@ where
             );
         }
     };
-    if is_approval {
-        let action = fields
-            .iter()
-            .find(|(k, _)| k == "action")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default();
-        if !value.is_object() {
-            value = Value::Object(Default::default());
-        }
-        value["action"] = Value::String(action);
-    }
+    let pressed = member.and_then(|m| fields.iter().find(|(k, _)| k == m).map(|(_, v)| v.as_str()));
+    let value = tollgate::present::resume_from_form(view.kind, &form, value, pressed);
     let result = resolve(value).await.and_then(|o| o.result);
     match result {
         Ok(resolved) => (
@@ -210,8 +211,19 @@ where
             let mut errors = Vec::new();
             if let Some(details) = e.details() {
                 for err in details["errors"].as_array().into_iter().flatten() {
-                    if let (Some(p), Some(m)) = (err["pointer"].as_str(), err["message"].as_str()) {
-                        errors.push((pointer_to_path(p), m.to_string()));
+                    // The field the engine names (`resumeValue.answers.region`), else the pointer.
+                    let path = err["field"]
+                        .as_str()
+                        .and_then(resume_field_to_path)
+                        .or_else(|| err["pointer"].as_str().map(pointer_to_path));
+                    if let (Some(p), Some(m)) = (path, err["message"].as_str()) {
+                        errors.push((p, m.to_string()));
+                    }
+                }
+                // A rule on one field (a missing answer, a correlation that does not match).
+                if errors.is_empty() {
+                    if let Some(p) = details["field"].as_str().and_then(resume_field_to_path) {
+                        errors.push((p, e.to_string()));
                     }
                 }
             }
@@ -309,6 +321,30 @@ pub async fn decide_by_token(
         engine.resolve_by_token(&t, value, None).await
     })
     .await;
+    redraw(&state, &parts, posted, status).await
+}
+
+/// `POST /t/{token}/fresh`: mails a fresh link to the expired link's own
+/// recipient (never an address from the request; throttled by the engine),
+/// and draws the link's page again with what became of it.
+pub async fn fresh_link(State(state): State<AppState>, Path(token): Path<String>, req: Request) -> Response {
+    let (mut parts, _) = req.into_parts();
+    let (message, status) = match state.engine.send_fresh_link(&token).await {
+        Ok(()) => (
+            "A fresh link is on its way to the address this one was sent to.".to_string(),
+            StatusCode::ACCEPTED,
+        ),
+        Err(e) => (
+            e.to_string(),
+            StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::BAD_REQUEST),
+        ),
+    };
+    // The page of the link itself (which still explains it has expired).
+    parts.uri = format!("/t/{token}").parse().unwrap_or(parts.uri);
+    let posted = PostedForm {
+        message: Some(message),
+        ..PostedForm::default()
+    };
     redraw(&state, &parts, posted, status).await
 }
 

@@ -10,6 +10,7 @@ use axum::Form;
 use tollgate::engine::admin::{MembershipKind, PrincipalEdit};
 use tollgate::{EngineError, Principal};
 use tollgate_app::admin::api::Flash;
+use tollgate_app::admin::{CONFIRM_CANCEL, CONFIRM_REVOKE};
 use tollgate_app::api::SignedIn;
 use tower_sessions::Session;
 
@@ -182,13 +183,52 @@ pub async fn create_key(State(state): State<AppState>, post: AdminPost) -> Respo
     post.finish("/dashboard/keys", outcome).await
 }
 
+/// A destructive post without its confirmation field acts on nothing: it
+/// leads back to the confirmation step (see `tollgate_app::admin::confirm`).
+fn unconfirmed(what: &str) -> EngineError {
+    EngineError::validation(
+        "confirm",
+        format!("Nothing was {what}: confirm below, on the page that names it."),
+    )
+}
+
+fn query_value(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
 pub async fn revoke_key(State(state): State<AppState>, post: AdminPost) -> Response {
+    let id = post.field("id").to_string();
+    if post.field("confirm") != CONFIRM_REVOKE {
+        let back = format!("/dashboard/keys?revoke={}", query_value(&id));
+        return post.finish(&back, Err(unconfirmed("revoked"))).await;
+    }
     let outcome = state
         .engine
-        .revoke_api_key(&post.actor(), post.field("id"))
+        .revoke_api_key(&post.actor(), &id)
         .await
         .map(|k| ok(format!("Key {} is revoked.", k.id)));
     post.finish("/dashboard/keys", outcome).await
+}
+
+pub async fn cancel_run(State(state): State<AppState>, post: AdminPost) -> Response {
+    let run = post.field("run").to_string();
+    let page = format!("/dashboard/runs/{}", tollgate::ids::encode_path_id(&run));
+    if post.field("confirm") != CONFIRM_CANCEL {
+        return post
+            .finish(&format!("{page}?cancel=1"), Err(unconfirmed("cancelled")))
+            .await;
+    }
+    let reason = Some(post.field("reason").trim().to_string()).filter(|r| !r.is_empty());
+    let outcome = match tollgate::ids::parse_run_id(&run) {
+        Ok(run_id) => state
+            .engine
+            .cancel_run(&run_id, reason, &post.actor(), None)
+            .await
+            .and_then(|o| o.result)
+            .map(|_| ok(format!("Run {run} is cancelled."))),
+        Err(e) => Err(e),
+    };
+    post.finish(&page, outcome).await
 }
 
 pub async fn retry_outbox(State(state): State<AppState>, post: AdminPost) -> Response {
@@ -212,6 +252,7 @@ pub fn routes() -> axum::Router<AppState> {
         .route("/dashboard/memberships", post(membership))
         .route("/dashboard/keys", post(create_key))
         .route("/dashboard/keys/revoke", post(revoke_key))
+        .route("/dashboard/runs/cancel", post(cancel_run))
         .route("/dashboard/outbox/retry", post(retry_outbox))
 }
 

@@ -1,6 +1,8 @@
 //! Delivers the engine's outbox: email over SMTP (lettre), or into the dev
 //! outbox when no `[smtp]` is configured. Each message carries the
-//! recipient's own link to the console's token page.
+//! recipient's own link to the console's token page, minted at delivery by
+//! `Engine::mail_link_for`: resolve-capable for someone who may decide,
+//! view-only (and said so in the text) for anyone else.
 
 use crate::config::{Config, SmtpConfig, SmtpTls};
 use lettre::message::{header::ContentType, Mailbox};
@@ -101,16 +103,18 @@ async fn deliver(
         let subject = format!("Escalation: approval \"{}\" timed out", item.node_id);
         return send(engine, config, smtp, &item, &recipient, subject, body).await;
     }
-    // The link is minted at delivery time so it never outlives the interrupt.
-    let (token, expires) = match engine
-        .mint_token_for(&item.interrupt_id, &recipient, Intent::Resolve)
-        .await
-    {
+    // The link is minted at delivery time so it never outlives the
+    // interrupt; the engine decides what it may do for this recipient.
+    let (token, expires, intent) = match engine.mail_link_for(&item.interrupt_id, &recipient).await {
         Ok(t) => t,
         Err(EngineError::NotFound(_)) => {
             let _ = engine
                 .outbox_drop(item.id, "the interrupt is no longer open".into())
                 .await;
+            return;
+        }
+        Err(EngineError::Forbidden(why)) => {
+            let _ = engine.outbox_drop(item.id, why).await;
             return;
         }
         Err(e) => {
@@ -130,19 +134,38 @@ async fn deliver(
         .as_ref()
         .map(|v| v.title.clone())
         .unwrap_or_else(|| "A decision is waiting".into());
-    let subject = match item.reason.as_str() {
-        "reminder" => format!("Reminder: {title}"),
-        _ => format!("Decision needed: {title}"),
+    let decides = intent == Intent::Resolve;
+    let subject = match (item.reason.as_str(), decides) {
+        ("reminder", _) => format!("Reminder: {title}"),
+        (_, true) => format!("Decision needed: {title}"),
+        (_, false) => format!("For your information: {title}"),
+    };
+    let (intro, open, what) = match (item.reason.as_str(), decides) {
+        ("reminder", true) => (
+            "A decision you can make is still open and its deadline is near:",
+            "Open this link to see the details and decide:",
+            "Opening it changes nothing; deciding happens on the page.",
+        ),
+        ("reminder", false) => (
+            "A request you were told about is still open and its deadline is near:",
+            "Open this link to see the details (view only):",
+            "This link is view-only: it shows the request, but you may not decide it.",
+        ),
+        (_, true) => (
+            "A workflow is waiting for your decision:",
+            "Open this link to see the details and decide:",
+            "Opening it changes nothing; deciding happens on the page.",
+        ),
+        (_, false) => (
+            "A workflow is waiting for a decision, and you were asked to be told:",
+            "Open this link to see the details (view only):",
+            "This link is view-only: it shows the request, but you may not decide it.",
+        ),
     };
     let body = format!(
-        "Hello {name},\n\n{intro}\n\n  {title}\n  workflow: {workflow}\n\nOpen this link to see the details and decide:\n{link}\n\n\
-         The link is yours alone and works until {expires}. Opening it changes nothing; deciding happens on the page.\n",
+        "Hello {name},\n\n{intro}\n\n  {title}\n  workflow: {workflow}\n\n{open}\n{link}\n\n\
+         The link is yours alone and works until {expires}. {what}\n",
         name = recipient.name,
-        intro = if item.reason == "reminder" {
-            "A decision you can make is still open and its deadline is near:"
-        } else {
-            "A workflow is waiting for your decision:"
-        },
         workflow = view.as_ref().map(|v| v.workflow_id.as_str()).unwrap_or("?"),
         expires = tollgate::clock::rfc3339(expires),
     );

@@ -27,6 +27,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
 
     let mut options = EngineOptions::new(&config.database.url);
     options.durability = config.database.durability;
+    options.capabilities = config.interrupts.capabilities();
     let engine = Engine::open(options).await?;
     crate::published::check_database(&engine, &config).await?;
     sync_config(&engine, &config).await?;
@@ -125,6 +126,7 @@ pub fn router(state: AppState) -> Router {
         .route("/signout", axum::routing::post(console::sign_out))
         .route("/inbox/stream", axum::routing::get(live::inbox_stream))
         .route("/t/{token}", axum::routing::post(console::decide_by_token))
+        .route("/t/{token}/fresh", axum::routing::post(console::fresh_link))
         .merge(crate::dashboard::routes())
         .merge(api::router(&state))
         .leptos_routes_with_context(&state, pages, context, shell)
@@ -234,6 +236,7 @@ async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
     for kid in &keys.removed {
         tracing::warn!(%kid, "token key no longer in [[token_keys]]: deleted; the links it signed no longer verify");
     }
+    engine.set_mail_link_ttl(config.notifications.link_ttl_hours as i64 * 3_600_000);
     engine.set_callback_policy(crate::callbacks::policy(config));
     engine.set_sign_in_limits(&config.sign_in);
     if config.callbacks.secret.is_none() {
@@ -274,6 +277,7 @@ async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
             let req = tollgate::CreateRun {
                 workflow_id: r.workflow.clone(),
                 inputs: r.inputs.clone(),
+                requested_by: r.requested_by.clone(),
                 ..Default::default()
             };
             match engine.create_run(req, &actor, None).await.and_then(|o| o.result) {

@@ -326,7 +326,7 @@ async fn typed_interrupt_resume_names_the_field_and_every_failure() {
             "typeId": "core.interrupt",
             "config": {
                 "kind": "custom",
-                "data": {"customKind": "amount", "prompt": "how much?"},
+                "data": {"customKind": "amount", "payload": {"prompt": "how much?"}},
                 "resumeSchema": {
                     "type": "object",
                     "required": ["amount", "currency"],
@@ -669,7 +669,8 @@ async fn token_mint() {
         )
         .await;
     r.expect(200, None);
-    assert_eq!(r.body["intent"], "inspect");
+    assert_eq!(r.header("x-tollgate-intent"), Some("inspect"));
+    assert_eq!(r.header("x-tollgate-expires-at"), t["expiresAt"].as_str());
 
     // --config needs --principal; an unknown principal or node is refused
     assert_eq!(cli(&["token", "mint", &run, "gate", "--config", &config]).code, 2);

@@ -534,3 +534,130 @@ poll_interval_ms = 50
     // Another tenant's admin view does not show this tenant's messages (eve is not admin: 403).
     s.get("/admin/outbox", EVE).await.expect(403, Some("forbidden"));
 }
+
+/// The callback configuration with delivery to loopback and a token signing key.
+fn with_token_key() -> TestDir {
+    dir_with(
+        &format!("secret = \"{SECRET}\"\nallow_loopback = true\npoll_interval_ms = 50\ntimeout_ms = 5000"),
+        "[[token_keys]]\nkid = \"cb\"\nsecret = \"0123456789abcdef0123456789abcdef-callback-token\"\n",
+    )
+}
+
+/// `POST /interrupts/{token}` with no Authorization header.
+async fn post_token(s: &Server, token: &str, resume_value: Value) -> Resp {
+    s.call(
+        reqwest::Method::POST,
+        &format!("/interrupts/{token}"),
+        None,
+        Some(&json!({ "resumeValue": resume_value })),
+        &[],
+    )
+    .await
+}
+
+/// An interrupt's callback carries a link for the run's owner, minted at
+/// delivery and covered by the signature: the receiver resolves an external
+/// event with it and no API key. An approval gate whose refs do not admit
+/// the owner gets a view-only link. The stored body holds no token.
+#[tokio::test]
+async fn a_callback_carries_the_owners_token_which_resolves_without_an_api_key() {
+    let (port, mut inbox) = receiver("200 OK", String::new()).await;
+    let dir = with_token_key();
+    let s = Server::start(&dir).await;
+    s.register(json!({"id": "ext", "nodes": [{"id": "wait", "typeId": "core.interrupt", "config": {"kind": "external-event",
+        "data": {"eventType": "order.shipped", "correlation": {"orderId": "o-1"}}}}]}))
+        .await;
+    s.register(json!({"id": "fin", "nodes": [gate("gate", json!({"title": "Finance only", "actions": ["accept"], "approverGroupRefs": ["finance"]}))]}))
+        .await;
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+    };
+
+    let run = s
+        .create_as(OWNER, json!({"workflowId": "ext", "callbackUrl": url}))
+        .await;
+    let got = next(&mut inbox).await;
+    // The signature covers the body as sent, token included.
+    tollgate::callback::verify(
+        SECRET,
+        got.header("openwop-signature").unwrap(),
+        &got.body,
+        now(),
+        300,
+    )
+    .expect("valid signature");
+    let b = got.json();
+    assert_eq!(b["type"], "interrupt.requested");
+    assert_eq!(b["runId"], run.as_str());
+    let link = &b["interruptToken"];
+    assert_eq!(link["intent"], "resolve", "{b}");
+    assert_eq!(link["recipient"], "owner");
+    assert!(link["expiresAt"].is_string(), "{b}");
+    let token = link["token"].as_str().unwrap().to_string();
+    assert!(token.starts_with("ow2.hs256.cb."), "{token}");
+
+    // The receiver acts on it without an API key.
+    let seen = s
+        .call(
+            reqwest::Method::GET,
+            &format!("/interrupts/{token}"),
+            None,
+            None,
+            &[],
+        )
+        .await;
+    seen.expect(200, None);
+    assert_eq!(seen.header("x-tollgate-intent"), Some("resolve"));
+    post_token(&s, &token, json!({"orderId": "o-1"}))
+        .await
+        .expect(200, None);
+    assert_eq!(s.snapshot(&run).await["status"], "completed");
+    let end = next(&mut inbox).await.json();
+    assert_eq!(end["type"], "run.completed");
+    assert!(end.get("interruptToken").is_none(), "{end}");
+
+    // Stored bodies hold no token.
+    for row in outbox(&s, "?kind=callback").await {
+        assert!(row["body"].get("interruptToken").is_none(), "{row}");
+        assert!(!row.to_string().contains("ow2."), "{row}");
+    }
+
+    // An approval gate that does not admit the owner: a view-only link.
+    let run = s
+        .create_as(OWNER, json!({"workflowId": "fin", "callbackUrl": url}))
+        .await;
+    let got = next(&mut inbox).await;
+    tollgate::callback::verify(
+        SECRET,
+        got.header("openwop-signature").unwrap(),
+        &got.body,
+        now(),
+        300,
+    )
+    .expect("valid signature");
+    let b = got.json();
+    assert_eq!(b["runId"], run.as_str());
+    let link = &b["interruptToken"];
+    assert_eq!(link["intent"], "inspect", "{b}");
+    assert_eq!(link["recipient"], "owner");
+    let token = link["token"].as_str().unwrap();
+    let seen = s
+        .call(
+            reqwest::Method::GET,
+            &format!("/interrupts/{token}"),
+            None,
+            None,
+            &[],
+        )
+        .await;
+    seen.expect(200, None);
+    assert_eq!(seen.header("x-tollgate-intent"), Some("inspect"));
+    post_token(&s, token, json!({"action": "accept"}))
+        .await
+        .expect(403, Some("forbidden"));
+    assert_eq!(s.snapshot(&run).await["status"], "waiting-approval");
+}

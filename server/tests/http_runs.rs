@@ -105,6 +105,108 @@ async fn a_run_id_is_percent_decoded_only_once() {
     assert_eq!(s.snapshot(&run).await["status"], "waiting-approval");
 }
 
+/// Tenant-bound ids travel in the OpenWOP wire form (identity.md §5): `~` and
+/// two hex digits are one byte. A `~` without them, or escapes that are not
+/// UTF-8, is 400 `validation_error` naming the parameter on every run route,
+/// never a lookup (404); a well-formed id of another tenant stays 403.
+#[tokio::test]
+async fn malformed_escapes_in_run_ids_are_400_naming_the_parameter_never_404() {
+    let (s, _dir) = Server::start_fresh().await;
+    let run = s.create("conformance-approval").await;
+    let opaque = run.split_once('/').unwrap().1.to_string();
+    let routes = |seg: &str| {
+        vec![
+            (Method::GET, format!("/runs/{seg}"), None),
+            (
+                Method::POST,
+                format!("/runs/{seg}/interrupts/gate"),
+                Some(json!({"resumeValue": {"action": "accept"}})),
+            ),
+            (Method::GET, format!("/runs/{seg}/interrupts/gate"), None),
+            (Method::GET, format!("/runs/{seg}/events"), None),
+            (Method::GET, format!("/runs/{seg}/events/poll?timeout=1"), None),
+            (Method::POST, format!("/runs/{seg}/cancel"), Some(json!({}))),
+        ]
+    };
+    let json_accept = [("accept", "application/json")];
+    for seg in [
+        format!("acme~2X{opaque}"),
+        "acme~".to_string(),
+        "acme~2".to_string(),
+        format!("acme~2F{opaque}~"),
+        format!("acme~2F{opaque}~7"),
+        format!("acme~G0~2F{opaque}"),
+        format!("acme~~2F{opaque}"),
+        format!("acme~C3~2F{opaque}"),
+        format!("other~2X{opaque}"),
+    ] {
+        for (method, path, body) in routes(&seg) {
+            let r = s
+                .call(method.clone(), &path, Some(OWNER), body.as_ref(), &json_accept)
+                .await;
+            r.expect(400, Some("validation_error"));
+            assert_eq!(r.body["details"]["field"], "runId", "{method} {path}");
+            assert!(
+                r.body["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("malformed `~` escape"),
+                "{method} {path}: {}",
+                r.body
+            );
+        }
+    }
+    assert_eq!(s.snapshot(&run).await["status"], "waiting-approval");
+
+    // Every spelling of the wire form names the same run.
+    for seg in [
+        format!("acme~2F{opaque}"),
+        format!("acme~2f{opaque}"),
+        format!("acme%2F{opaque}"),
+        format!("~61cme~2F{opaque}"),
+    ] {
+        let r = s.get(&format!("/runs/{seg}"), OWNER).await;
+        r.expect(200, None);
+        assert_eq!(r.body["runId"], run.as_str(), "{seg}");
+    }
+    // A well-formed id of another tenant: 403, existing or not, on every route.
+    for seg in [
+        format!("other~2F{opaque}"),
+        format!("anon~3Aacme~2F{opaque}"),
+        "other~2F0123456789abcdef0123".to_string(),
+    ] {
+        for (method, path, body) in routes(&seg) {
+            let r = s
+                .call(method.clone(), &path, Some(OWNER), body.as_ref(), &json_accept)
+                .await;
+            r.expect(403, Some("id_tenant_mismatch"));
+            assert!(
+                r.body.get("details").is_none_or(|d| d.get("field").is_none()),
+                "{method} {path}"
+            );
+        }
+    }
+    // A node id is not tenant-bound: `~` is one of its characters, and a
+    // segment outside its grammar is 400 naming `nodeId`.
+    for node in ["a%20b", "%C3%A9", "gate%2Fx"] {
+        for method in [Method::GET, Method::POST] {
+            let body = (method == Method::POST).then(|| json!({"resumeValue": {"action": "accept"}}));
+            let r = s
+                .call(
+                    method.clone(),
+                    &format!("/runs/{}/interrupts/{node}", seg(&run)),
+                    Some(OWNER),
+                    body.as_ref(),
+                    &[],
+                )
+                .await;
+            r.expect(400, Some("validation_error"));
+            assert_eq!(r.body["details"]["field"], "nodeId", "{method} {node}");
+        }
+    }
+    assert_eq!(s.snapshot(&run).await["status"], "waiting-approval");
+}
+
 #[tokio::test]
 async fn foreign_tenant_is_403_id_tenant_mismatch_and_unknown_run_is_404() {
     let (s, _dir) = Server::start_fresh().await;
@@ -988,4 +1090,64 @@ async fn discovery_lists_fixtures_and_interrupt_facets_with_etag() {
         )
         .await;
     stale.expect(200, None);
+}
+
+#[tokio::test]
+async fn discovery_lists_the_conformance_fixtures_only() {
+    // A second instance-wide directory with a deployment's own workflow.
+    let dir = TestDir::new();
+    let private = dir.dir.path().join("private-workflows");
+    std::fs::create_dir(&private).unwrap();
+    let own = gate_workflow("expense-approval", json!({}));
+    std::fs::write(private.join("expense-approval.json"), own.to_string()).unwrap();
+    let config = std::fs::read_to_string(dir.config_path()).unwrap();
+    let private = serde_json::to_string(&private.to_string_lossy()).unwrap();
+    assert!(config.contains("dirs = ["));
+    std::fs::write(
+        dir.config_path(),
+        config.replacen("dirs = [", &format!("dirs = [{private}, "), 1),
+    )
+    .unwrap();
+    let s = Server::start(&dir).await;
+    // A tenant's own workflow named like a fixture is not instance-wide.
+    s.register(gate_workflow("conformance-of-acme", json!({}))).await;
+
+    // Both are loaded and runnable...
+    let listed = s.get("/workflows", OWNER).await;
+    listed.expect(200, None);
+    let scope_of = |id: &str| {
+        listed.body["workflows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["id"] == id)
+            .map(|w| w["scope"].clone())
+    };
+    assert_eq!(scope_of("expense-approval"), Some(json!("instance")));
+    assert_eq!(scope_of("conformance-of-acme"), Some(json!("tenant")));
+    s.create("expense-approval").await;
+
+    // ...but discovery lists the conformance fixtures only.
+    let d = s.call(Method::GET, "/.well-known/openwop", None, None, &[]).await;
+    d.expect(200, None);
+    let fixtures: Vec<&str> = d.body["fixtures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    let mut expected: Vec<String> =
+        std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../workflows/conformance"))
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .map(|p| {
+                let raw: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+                raw["id"].as_str().unwrap().to_string()
+            })
+            .collect();
+    expected.sort();
+    assert_eq!(fixtures, expected, "{}", d.body);
+    assert!(!fixtures.contains(&"expense-approval"));
+    assert!(!fixtures.contains(&"conformance-of-acme"));
 }

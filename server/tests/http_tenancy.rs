@@ -533,7 +533,7 @@ async fn links_are_resolve_capable_only_for_those_who_may_decide() {
             .call(Method::GET, &format!("/interrupts/{token}"), None, None, &[])
             .await;
         t.expect(200, None);
-        assert_eq!(t.body["intent"], "inspect");
+        assert_eq!(t.header("x-tollgate-intent"), Some("inspect"));
         s.call(
             Method::POST,
             &format!("/interrupts/{token}"),
@@ -587,7 +587,8 @@ async fn links_are_resolve_capable_only_for_those_who_may_decide() {
             &[],
         )
         .await;
-    assert_eq!(t.body["intent"], "inspect");
+    t.expect(200, None);
+    assert_eq!(t.header("x-tollgate-intent"), Some("inspect"));
 
     // A resolve link minted offline for the read-only service (the operator's
     // tool) still cannot decide: its principal does not hold approvals:respond.

@@ -9,6 +9,7 @@ use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
 use crate::store::inbox::{Admitted, PageQuery};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::HashMap;
 use tollgate_wire::{DeadlineState, InterruptKind, InterruptStatus, RunId};
 
@@ -82,7 +83,29 @@ pub struct Voter {
 fn eligible(
     kind: InterruptKind,
     eligibility: &str,
-    owner: &str,
+    requesters: &[impl AsRef<str>],
+    principal: &Principal,
+    holds_respond: bool,
+) -> Result<String> {
+    let rules: Option<ApprovalRules> = if kind == InterruptKind::Approval {
+        Some(
+            serde_json::from_str(eligibility)
+                .map_err(|e| EngineError::Storage(format!("interrupts.eligibility: {e}")))?,
+        )
+    } else {
+        None
+    };
+    eligible_by(kind, rules.as_ref(), requesters, principal, holds_respond)
+}
+
+/// [`eligible`] on decoded rules: the one "may decide" rule of every surface.
+/// Without `approvals:respond` nobody decides; an approval gate admits by
+/// its rules (refs, self-approval); any other kind admits anyone of the
+/// run's tenant (the caller has checked the tenant).
+pub(super) fn eligible_by(
+    kind: InterruptKind,
+    rules: Option<&ApprovalRules>,
+    requesters: &[impl AsRef<str>],
     principal: &Principal,
     holds_respond: bool,
 ) -> Result<String> {
@@ -93,9 +116,10 @@ fn eligible(
         )));
     }
     if kind == InterruptKind::Approval {
-        let rules: ApprovalRules = serde_json::from_str(eligibility)
-            .map_err(|e| EngineError::Storage(format!("interrupts.eligibility: {e}")))?;
-        rules.eligibility(principal, owner, holds_respond)
+        let rules = rules.ok_or_else(|| {
+            EngineError::Storage("interrupts.eligibility: an approval without rules".into())
+        })?;
+        rules.eligibility(principal, requesters, holds_respond)
     } else {
         // Other kinds: anyone of the run's tenant may answer (as over the API).
         Ok(format!("tenant:{}", principal.tenant))
@@ -146,7 +170,7 @@ impl Engine {
         for g in groups {
             let parsed: InterruptKind = g.kind.parse()?;
             // The inbox is a signed-in person's: people hold approvals:respond.
-            let Ok(via) = eligible(parsed, &g.eligibility, &g.owner, &principal, true) else {
+            let Ok(via) = eligible(parsed, &g.eligibility, &[&g.owner], &principal, true) else {
                 continue;
             };
             if !workflows.contains(&g.workflow_id) {
@@ -205,6 +229,10 @@ impl Engine {
             });
         }
 
+        // What each row asks, summarised in one line (one query per page).
+        let ids: Vec<&str> = slice.iter().map(|(r, _)| r.interrupt_id.as_str()).collect();
+        let summaries: HashMap<String, Value> = store.summary_payloads(&ids).await?.into_iter().collect();
+
         let items = slice
             .into_iter()
             .map(|(row, via)| {
@@ -227,6 +255,9 @@ impl Engine {
                     run_id: row.run_id,
                     node_id: row.node_id,
                     kind: row.kind,
+                    summary: summaries
+                        .get(&row.interrupt_id)
+                        .and_then(|p| crate::present::summary(row.kind, p, &row.title)),
                     title: row.title,
                     workflow_id: row.workflow_id,
                     eligible_via: via,
@@ -264,7 +295,7 @@ impl Engine {
             .await?
             .unwrap_or_else(|| principal.clone());
         for (kind, rules, owner) in &rows {
-            if eligible(*kind, rules, owner, &principal, true).is_ok() {
+            if eligible(*kind, rules, &[owner], &principal, true).is_ok() {
                 return Ok(true);
             }
         }
@@ -287,9 +318,10 @@ impl Engine {
             .principal(&actor.principal.id)
             .await?
             .unwrap_or_else(|| actor.principal.clone());
-        let (eligibility, owner) = self.stored_rules(&view.interrupt_id).await?;
+        let (eligibility, _) = self.stored_rules(&view.interrupt_id).await?;
+        let requesters = self.requesters_of(run_id).await?;
         let holds = actor.allows(crate::auth::Scope::ApprovalsRespond);
-        Ok(eligible(view.kind, &eligibility, &owner, &principal, holds).map_err(|e| e.to_string()))
+        Ok(eligible(view.kind, &eligibility, &requesters, &principal, holds).map_err(|e| e.to_string()))
     }
 
     /// The people of the run's tenant who may vote on a pending approval and
@@ -299,7 +331,8 @@ impl Engine {
         if view.status != InterruptStatus::Pending || view.kind != InterruptKind::Approval {
             return Ok(vec![]);
         }
-        let (eligibility, owner) = self.stored_rules(&view.interrupt_id).await?;
+        let (eligibility, _) = self.stored_rules(&view.interrupt_id).await?;
+        let requesters = self.requesters_of(run_id).await?;
         let ids = self.inner.store.principal_ids(actor.tenant()).await?;
         let mut out = Vec::new();
         for id in ids {
@@ -310,7 +343,7 @@ impl Engine {
                 continue;
             };
             let holds = self.holds_respond(&p.id).await?;
-            if let Ok(via) = eligible(view.kind, &eligibility, &owner, &p, holds) {
+            if let Ok(via) = eligible(view.kind, &eligibility, &requesters, &p, holds) {
                 out.push(Voter {
                     id: p.id,
                     name: p.name,
@@ -319,6 +352,17 @@ impl Engine {
             }
         }
         Ok(out)
+    }
+
+    /// Whose request the run is: its owner, and the person it is for.
+    pub(super) async fn requesters_of(&self, run_id: &str) -> Result<Vec<String>> {
+        let run = self
+            .inner
+            .store
+            .run(run_id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("no run {run_id}")))?;
+        Ok(run.requesters())
     }
 
     async fn stored_rules(&self, interrupt_id: &str) -> Result<(String, String)> {

@@ -7,7 +7,7 @@ use crate::error::{EngineError, Result};
 use crate::store::changes::Change;
 use crate::store::outbox;
 use serde::{Deserialize, Serialize};
-use tollgate_wire::{NodeId, OutboxKind, OutboxStatus, RunId};
+use tollgate_wire::{InterruptKind, NodeId, OutboxKind, OutboxStatus, RunId};
 
 /// Attempts before a message is given up.
 pub const MAX_ATTEMPTS: i64 = 8;
@@ -167,6 +167,33 @@ impl Engine {
             .ok_or_else(|| EngineError::NotFound(format!("no outbox message {id}")))
     }
 
+    /// The exact body to POST for a callback row at this attempt: the body
+    /// fixed when its command committed, plus, on an `interrupt.requested`
+    /// callback whose interrupt is still pending, a link for the run's owner
+    /// in [`crate::callback::TOKEN_MEMBER`] (see
+    /// [`Engine::callback_link_for`]). The link is minted now and never
+    /// stored: the row keeps the body without it. Sign what this returns.
+    pub async fn callback_body_at_delivery(&self, item: &OutboxItem) -> Result<String> {
+        let stored = item.body.as_deref().unwrap_or("{}");
+        let mut body: serde_json::Value = serde_json::from_str(stored)
+            .map_err(|e| EngineError::Storage(format!("outbox.body of message {}: {e}", item.id)))?;
+        let carries = body["type"]
+            .as_str()
+            .and_then(|t| t.parse::<tollgate_wire::EventType>().ok())
+            .is_some_and(crate::callback::carries_token);
+        let interrupt_id = body["interruptId"].as_str().map(str::to_string);
+        match interrupt_id.filter(|_| carries) {
+            Some(id) => match self.callback_link_for(&id).await? {
+                Some(link) => {
+                    crate::callback::with_token(&mut body, &link);
+                    Ok(body.to_string())
+                }
+                None => Ok(stored.to_string()),
+            },
+            None => Ok(stored.to_string()),
+        }
+    }
+
     /// Records a callback answered 2xx: sent (`via` the URL scheme), with the status and a summary.
     pub async fn callback_delivered(&self, id: i64, via: &str, status: u16, message: String) -> Result<()> {
         let (via, now, message) = (via.to_string(), self.now(), crate::token::redact(&message));
@@ -287,26 +314,27 @@ impl Engine {
             .await
     }
 
-    /// Queues a reminder for the people who have not voted on interrupts whose
-    /// deadline is within `before_ms`; each interrupt is reminded once.
+    /// Queues a reminder for the people told about interrupts whose deadline
+    /// is within `before_ms` (the same people as when it was raised, see
+    /// [`crate::notify`]) who have not voted; each interrupt is reminded once.
     pub async fn queue_reminders(&self, before_ms: Millis) -> Result<usize> {
         let now = self.now();
         let due = self.inner.store.reminders_due(now, before_ms).await?;
         let mut queued = 0;
         for r in due {
-            let decoded = serde_json::from_str::<Option<crate::approval::ApprovalRules>>(&r.eligibility)
-                .map_err(|e| format!("interrupts.eligibility: {e}"))
-                .and_then(|rules| {
-                    let audience = r
-                        .audience
-                        .as_deref()
-                        .map(serde_json::from_str::<serde_json::Value>)
-                        .transpose();
-                    audience
-                        .map(|a| (rules, a))
-                        .map_err(|e| format!("interrupts.payload: {e}"))
-                });
-            let (rules, audience) = match decoded {
+            let decoded = (|| -> std::result::Result<_, String> {
+                let kind: InterruptKind = r.kind.parse().map_err(|e| format!("interrupts.kind: {e}"))?;
+                let rules = serde_json::from_str::<Option<crate::approval::ApprovalRules>>(&r.eligibility)
+                    .map_err(|e| format!("interrupts.eligibility: {e}"))?;
+                let audience = r
+                    .audience
+                    .as_deref()
+                    .map(serde_json::from_str::<serde_json::Value>)
+                    .transpose()
+                    .map_err(|e| format!("interrupts.payload: {e}"))?;
+                Ok((kind, rules, audience))
+            })();
+            let (kind, rules, audience) = match decoded {
                 Ok(d) => d,
                 Err(e) => {
                     // Claimed anyway, so one unreadable row is not scanned again and again.
@@ -330,20 +358,26 @@ impl Engine {
                     }
                     let directory = crate::runtime::load_directory(conn, &tenant)?;
                     let voted = outbox::voters(conn, &r.interrupt_id)?;
-                    let mails: Vec<Change> =
-                        crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory)
-                            .into_iter()
-                            .filter(|p| !voted.contains(&p.id))
-                            .map(|p| Change::Email {
-                                reason: "reminder",
-                                run_id: RunId::trusted(r.run_id.as_str()),
-                                node_id: NodeId::trusted(r.node_id.as_str()),
-                                interrupt_id: r.interrupt_id.clone(),
-                                recipient: p.id.clone(),
-                                address: p.email.clone(),
-                                at: now,
-                            })
-                            .collect();
+                    let notice = crate::notify::Notice {
+                        tenant: &tenant,
+                        kind,
+                        rules: rules.as_ref(),
+                        audience: audience.as_ref(),
+                        requester: &r.owner_subject,
+                    };
+                    let mails: Vec<Change> = crate::notify::recipients(&notice, &directory)
+                        .into_iter()
+                        .filter(|p| !voted.contains(&p.id))
+                        .map(|p| Change::Email {
+                            reason: "reminder",
+                            run_id: RunId::trusted(r.run_id.as_str()),
+                            node_id: NodeId::trusted(r.node_id.as_str()),
+                            interrupt_id: r.interrupt_id.clone(),
+                            recipient: p.id.clone(),
+                            address: p.email.clone(),
+                            at: now,
+                        })
+                        .collect();
                     let n = mails.len();
                     crate::store::changes::apply(conn, mails)?;
                     Ok(n)

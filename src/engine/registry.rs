@@ -3,8 +3,13 @@
 
 use super::*;
 
+/// The id prefix of the OpenWOP conformance fixtures (`conformance-approval`,
+/// `conformance-noop`, … — the files of `workflows/conformance`).
+const CONFORMANCE_PREFIX: &str = "conformance-";
+
 impl Engine {
     pub(super) async fn load_registered(&self) -> Result<()> {
+        let _serial = self.inner.reloading.lock().await;
         let rows = self.inner.store.registered().await?;
         self.cache_registered(rows);
         Ok(())
@@ -19,7 +24,7 @@ impl Engine {
                 Some(wf) => Ok(wf),
                 None => serde_json::from_str(&text)
                     .map_err(EngineError::from)
-                    .and_then(definition::compile)
+                    .and_then(|raw| definition::compile_with(raw, &self.inner.capabilities))
                     .map(Arc::new),
             };
             match compiled {
@@ -35,7 +40,7 @@ impl Engine {
     /// definition: the instance operator's act (`[workflows] dirs`, tests,
     /// tools on the database). Tenants register theirs with [`Engine::put_tenant_workflow`].
     pub async fn register_workflow(&self, raw: Value) -> Result<WorkflowInfo> {
-        let wf = definition::compile(raw)?;
+        let wf = definition::compile_with(raw, &self.inner.capabilities)?;
         self.store_workflow(INSTANCE, wf).await
     }
 
@@ -44,7 +49,7 @@ impl Engine {
     /// instance-wide definition with that id is read-only to tenants (403).
     pub async fn put_tenant_workflow(&self, actor: &Actor, raw: Value) -> Result<(WorkflowInfo, bool)> {
         actor.require(Scope::Admin)?;
-        let wf = definition::compile(raw)?;
+        let wf = definition::compile_with(raw, &self.inner.capabilities)?;
         if self.current_of(INSTANCE, &wf.id).is_some() {
             return Err(EngineError::Forbidden(format!(
                 "workflow \"{}\" is instance-wide (loaded by the instance operator from [workflows] dirs) and read-only to tenants; register yours under another id",
@@ -69,6 +74,8 @@ impl Engine {
             wf.name.clone(),
         );
         let notice = self.peer_message(peers::Change::Workflows);
+        // The commit and the cache update in one order with reloads and other registrations.
+        let _serial = self.inner.reloading.lock().await;
         self.inner
             .store
             .write(move |conn| {
@@ -181,6 +188,7 @@ impl Engine {
         }
         let text = crate::store::registry::version(conn, digest)?
             .ok_or_else(|| EngineError::Internal(format!("workflow version {digest} is not stored")))?;
+        // A run goes on under the definition it started with, whatever the instance offers now.
         let wf = Arc::new(definition::compile(serde_json::from_str(&text)?)?);
         self.inner
             .compiled
@@ -220,9 +228,28 @@ impl Engine {
         ids
     }
 
-    /// Instance-wide workflow ids (discovery's `fixtures`: never a tenant's).
+    /// Instance-wide workflow ids (never a tenant's).
     pub fn workflow_ids(&self) -> Vec<String> {
         self.ids_in(&[INSTANCE])
+    }
+
+    /// Whether a workflow id names an OpenWOP conformance fixture
+    /// (`conformance-…`, the ids of `workflows/conformance`): the one
+    /// definition of "fixture". Discovery lists such ids only when they are
+    /// instance-wide.
+    pub fn is_conformance_fixture(id: &str) -> bool {
+        id.len() > CONFORMANCE_PREFIX.len() && id.starts_with(CONFORMANCE_PREFIX)
+    }
+
+    /// Discovery's `fixtures[]`: the instance-wide workflows that are
+    /// OpenWOP conformance fixtures ([`Engine::is_conformance_fixture`]), sorted.
+    /// The instance's other workflows (a deployment's own, such as the
+    /// demo's) are not fixtures and are not advertised.
+    pub fn conformance_fixtures(&self) -> Vec<String> {
+        self.ids_in(&[INSTANCE])
+            .into_iter()
+            .filter(|id| Engine::is_conformance_fixture(id))
+            .collect()
     }
 
     /// The workflows `actor`'s tenant may run: the instance's and its own, by id.
@@ -240,5 +267,49 @@ impl Engine {
     /// Validates a definition without registering it (the CLI's `workflow validate`).
     pub fn validate_workflow(raw: Value) -> Result<Workflow> {
         definition::compile(raw)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids_in(dir: &str) -> Vec<String> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        let mut ids: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .map(|p| {
+                let raw: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+                raw["id"].as_str().unwrap().to_string()
+            })
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn the_conformance_fixtures_are_the_files_of_workflows_conformance() {
+        let fixtures = ids_in("workflows/conformance");
+        assert!(fixtures.len() >= 7, "{fixtures:?}");
+        for id in &fixtures {
+            assert!(Engine::is_conformance_fixture(id), "{id}");
+        }
+        // A deployment's own workflows (the demo's) are not fixtures.
+        let demo = ids_in("demo/workflows");
+        assert!(!demo.is_empty());
+        for id in &demo {
+            assert!(!Engine::is_conformance_fixture(id), "{id}");
+        }
+        for id in [
+            "conformance-",
+            "conformance",
+            "my-conformance-approval",
+            "Conformance-approval",
+            "",
+        ] {
+            assert!(!Engine::is_conformance_fixture(id), "{id:?}");
+        }
     }
 }

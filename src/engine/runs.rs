@@ -48,6 +48,10 @@ impl Engine {
             .visible_workflow_now(&tenant, &req.workflow_id)
             .await?
             .ok_or_else(|| EngineError::NotFound(format!("no workflow \"{}\"", req.workflow_id)))?;
+        let requested_by = match &req.requested_by {
+            None => None,
+            Some(person) => Some(self.check_requested_by(person, actor).await?),
+        };
         let owner = json!({ "tenant": tenant, "subject": actor.subject() });
         let now = self.now();
         let run_id = RunId::trusted(ids::new_tenant_bound(&tenant));
@@ -60,6 +64,7 @@ impl Engine {
             tags: req.tags,
             metadata: req.metadata,
             callback_url,
+            requested_by,
         };
         let outcome = self
             .inner
@@ -78,6 +83,25 @@ impl Engine {
             self.notify(&run_id);
         }
         Ok(outcome)
+    }
+
+    /// `requestedBy`: a person of the caller's own tenant (exactly), named
+    /// by a caller that may act on behalf of others, unless it names the
+    /// caller. An unknown person and one of another tenant get the same 400.
+    async fn check_requested_by(&self, person: &str, actor: &Actor) -> Result<String> {
+        if person != actor.principal.id && !actor.allows(Scope::RunsOnBehalf) {
+            return Err(EngineError::Forbidden(
+                "requestedBy names another person: creating a run on their behalf needs the runs:on-behalf scope"
+                    .into(),
+            ));
+        }
+        match self.principal(person).await? {
+            Some(p) if p.tenant == actor.tenant() => Ok(p.id),
+            _ => Err(EngineError::validation(
+                "requestedBy",
+                format!("requestedBy: no person {person:?} in this tenant"),
+            )),
+        }
     }
 
     pub(super) async fn read_run(&self, run_id: &RunId, actor: &Actor) -> Result<RunRow> {
@@ -373,5 +397,12 @@ pub(crate) fn snapshot_of(run: &RunRow) -> Value {
             s[k] = v.clone();
         }
     }
+    if let Some(person) = &run.requested_by {
+        // The snapshot is closed: host state goes in `extensions`.
+        s["extensions"] = json!({ SNAPSHOT_EXTENSION: { "requestedBy": person } });
+    }
     s
 }
+
+/// The snapshot's `extensions` record of Tollgate's own run state.
+pub const SNAPSHOT_EXTENSION: &str = "tollgate.run";

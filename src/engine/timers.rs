@@ -82,9 +82,15 @@ impl Engine {
             .as_ref()
             .is_some_and(|r| r.on_timeout == crate::approval::OnTimeout::Escalate)
         {
-            let audience = interrupt.payload["data"].get("audience").cloned();
+            let notice = crate::notify::Notice {
+                tenant: tenant.as_str(),
+                kind: interrupt.kind,
+                rules: rules.as_ref(),
+                audience: interrupt.payload["data"].get("audience"),
+                requester: &interrupt.owner_subject,
+            };
             let directory = crate::runtime::load_directory(conn, &tenant)?;
-            let mails = crate::notify::recipients(rules.as_ref(), audience.as_ref(), &directory)
+            let mails = crate::notify::recipients(&notice, &directory)
                 .into_iter()
                 .map(|p| Change::Email {
                     reason: "escalation",

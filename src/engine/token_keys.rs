@@ -247,8 +247,9 @@ impl Engine {
 
     /// Loads the key ring from the database (the CLI or another instance may have changed it).
     pub async fn reload_token_keys(&self) -> Result<()> {
+        let _serial = self.inner.reloading.lock().await;
         let rows = self.token_key_rows().await?;
-        let ttl = *self.inner.token_ttl_ms.read().expect("lock");
+        let ttl = self.longest_link_ms();
         *self.inner.tokens.write().expect("lock") = ring_of(rows, ttl);
         Ok(())
     }

@@ -10,8 +10,28 @@ impl Engine {
         if let Some(ttl) = ttl_ms.filter(|t| *t > 0) {
             *self.inner.token_ttl_ms.write().expect("lock") = ttl;
         }
-        let ttl = *self.inner.token_ttl_ms.read().expect("lock");
+        let ttl = self.longest_link_ms();
         *self.inner.tokens.write().expect("lock") = KeyRing::new(keys).with_max_ttl(ttl);
+    }
+
+    /// Sets how long a mailed link lives (capped at the interrupt's
+    /// deadline); the key ring accepts lifetimes up to the longer of this
+    /// and the API link lifetime.
+    pub fn set_mail_link_ttl(&self, ttl_ms: Millis) {
+        *self.inner.mail_link_ttl_ms.write().expect("lock") = ttl_ms.max(1);
+        let longest = self.longest_link_ms();
+        let mut ring = self.inner.tokens.write().expect("lock");
+        *ring = std::mem::take(&mut *ring).with_max_ttl(longest);
+    }
+
+    fn api_link_ms(&self) -> Millis {
+        *self.inner.token_ttl_ms.read().expect("lock")
+    }
+
+    /// The longest lifetime a link this instance signs may have.
+    pub(super) fn longest_link_ms(&self) -> Millis {
+        let api = *self.inner.token_ttl_ms.read().expect("lock");
+        api.max(*self.inner.mail_link_ttl_ms.read().expect("lock"))
     }
 
     pub fn can_mint_tokens(&self) -> bool {
@@ -37,7 +57,7 @@ impl Engine {
             .ok_or_else(|| {
                 EngineError::NotFound(format!("no pending interrupt on \"{node_id}\" in run {run_id}"))
             })?;
-        self.sign_for(&interrupt, recipient, intent)
+        self.sign_for(&interrupt, recipient, intent, self.api_link_ms())
     }
 
     /// Mints a token on exactly `interrupt_id` while it is pending (a mail
@@ -54,7 +74,7 @@ impl Engine {
             .interrupt(interrupt_id, true)
             .await?
             .ok_or_else(|| EngineError::NotFound(format!("no pending interrupt {interrupt_id}")))?;
-        self.sign_for(&interrupt, recipient, intent)
+        self.sign_for(&interrupt, recipient, intent, self.api_link_ms())
     }
 
     /// A link for `actor` on the pending interrupt at `node_id`, as
@@ -90,14 +110,124 @@ impl Engine {
         }
     }
 
+    /// The link an email carries for `recipient` on exactly `interrupt_id`
+    /// (the mailer calls this at delivery, so no usable link is stored):
+    /// resolve-capable when the recipient, as the directory has them now,
+    /// holds `approvals:respond` and may decide this interrupt by its stored
+    /// rules (refs, self-approval), by the same rule as every other surface;
+    /// anyone else (a person told only because `audience` names them, the
+    /// run's owner and the person it is for, always) gets an inspect link. `NotFound`
+    /// when the interrupt is no longer pending; `Forbidden` when the
+    /// recipient is not of the run's tenant (no link at all).
+    pub async fn mail_link_for(
+        &self,
+        interrupt_id: &str,
+        recipient: &Principal,
+    ) -> Result<(String, Millis, Intent)> {
+        let interrupt = self
+            .inner
+            .store
+            .interrupt(interrupt_id, true)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("no pending interrupt {interrupt_id}")))?;
+        let requesters = self.requesters_of(&interrupt.run_id).await?;
+        let intent = if requesters.contains(&recipient.id) {
+            // Never a decision link to the person whose request it is (their
+            // own vote is refused where the gate forbids self-approval, and
+            // is no approval by someone else where it allows it).
+            self.check_link_tenant(&interrupt, recipient)?;
+            Intent::Inspect
+        } else {
+            self.intent_for(&interrupt, recipient, &requesters).await?
+        };
+        let mail_ttl = *self.inner.mail_link_ttl_ms.read().expect("lock");
+        let (token, expires) = self.sign_for(&interrupt, recipient, intent, mail_ttl)?;
+        Ok((token, expires, intent))
+    }
+
+    /// The link a run callback about `interrupt_id` carries for its
+    /// recipient, the run's owner (the principal that created the run), so
+    /// a receiver can act through `/interrupts/{token}` without an API key.
+    /// Minted at delivery (never stored), capped like every link; its intent
+    /// by the same rule as [`Engine::mail_link_for`]. `None` when the
+    /// interrupt is no longer pending, no key can sign, or the owner is no
+    /// longer a principal of the run's tenant.
+    pub async fn callback_link_for(&self, interrupt_id: &str) -> Result<Option<CallbackLink>> {
+        if !self.can_mint_tokens() {
+            return Ok(None);
+        }
+        let Some(interrupt) = self.inner.store.interrupt(interrupt_id, true).await? else {
+            return Ok(None);
+        };
+        let Some(run) = self.inner.store.run(&interrupt.run_id).await? else {
+            return Ok(None);
+        };
+        let Some(owner) = self.principal(&run.owner_subject_id()).await? else {
+            return Ok(None);
+        };
+        let intent = match self.intent_for(&interrupt, &owner, &run.requesters()).await {
+            Ok(i) => i,
+            Err(EngineError::Forbidden(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let (token, expires) = self.sign_for(&interrupt, &owner, intent, self.api_link_ms())?;
+        Ok(Some(CallbackLink {
+            token,
+            expires_at: expires,
+            intent,
+            recipient: owner.id,
+        }))
+    }
+
+    /// What a link for `recipient` on the pending `interrupt` may do: the
+    /// one rule of mail and callback links. `Forbidden` for a recipient of
+    /// another tenant (exact tenant ids), who gets no link at all.
+    async fn intent_for(
+        &self,
+        interrupt: &InterruptRow,
+        recipient: &Principal,
+        requesters: &[String],
+    ) -> Result<Intent> {
+        self.check_link_tenant(interrupt, recipient)?;
+        // Membership and standing as they are now (decision time).
+        let principal = self
+            .principal(&recipient.id)
+            .await?
+            .unwrap_or_else(|| recipient.clone());
+        let holds = self.holds_respond(&principal.id).await?;
+        let may_decide = super::inbox::eligible_by(
+            interrupt.kind,
+            interrupt.rules.as_ref(),
+            requesters,
+            &principal,
+            holds,
+        );
+        Ok(if may_decide.is_ok() {
+            Intent::Resolve
+        } else {
+            Intent::Inspect
+        })
+    }
+
+    /// No link at all for a recipient of another tenant (exact tenant ids).
+    fn check_link_tenant(&self, interrupt: &InterruptRow, recipient: &Principal) -> Result<()> {
+        if recipient.tenant != ids::tenant_of(&interrupt.run_id) {
+            return Err(EngineError::Forbidden(format!(
+                "{} is not of the run's tenant",
+                recipient.id
+            )));
+        }
+        Ok(())
+    }
+
     pub(super) fn sign_for(
         &self,
         interrupt: &InterruptRow,
         recipient: &Principal,
         intent: Intent,
+        ttl: Millis,
     ) -> Result<(String, Millis)> {
         let now = self.now();
-        let ttl = *self.inner.token_ttl_ms.read().expect("lock");
         let expires = interrupt.deadline_at.map_or(now + ttl, |d| d.min(now + ttl));
         let claims = Claims {
             i: interrupt.interrupt_id.clone(),
@@ -124,6 +254,12 @@ impl Engine {
     /// 404 (unknown interrupt), 409 (resolved, run ended, or revoked).
     pub(super) async fn check_token(&self, token: &str) -> Result<(Claims, InterruptRow)> {
         let claims = self.verify_token(token)?;
+        self.check_claims(claims).await
+    }
+
+    /// The ladder after the credential: 404 (unknown interrupt), 409
+    /// (resolved, run ended, or this link revoked).
+    pub(super) async fn check_claims(&self, claims: Claims) -> Result<(Claims, InterruptRow)> {
         let store = &self.inner.store;
         let interrupt = store
             .interrupt(&claims.i, false)
@@ -229,4 +365,14 @@ impl Engine {
             .write(move |conn| crate::store::directory::revoke_token(conn, &claims.j, now))
             .await
     }
+}
+
+/// A link minted for a callback's recipient (see [`Engine::callback_link_for`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallbackLink {
+    pub token: String,
+    pub expires_at: Millis,
+    pub intent: Intent,
+    /// The principal the link acts as: the run's owner.
+    pub recipient: String,
 }

@@ -73,6 +73,42 @@ impl Engine {
         self.interrupt_view(row).await
     }
 
+    /// The thread of the conversation an interrupt belongs to (its
+    /// `data.conversationId`): each `conversation.*` interrupt of the run
+    /// for that conversation, in order, with its prompt and answer; the
+    /// interrupt itself is marked `current`. `None` for other kinds. Checked
+    /// like [`Engine::inspect_interrupt`] (the run is in the caller's tenant).
+    pub async fn conversation_thread(
+        &self,
+        run_id: &RunId,
+        node_id: &str,
+        actor: &Actor,
+    ) -> Result<Option<tollgate_wire::present::Thread>> {
+        let view = self.inspect_interrupt(run_id, node_id, actor).await?;
+        self.thread_of(&view).await
+    }
+
+    /// [`Engine::conversation_thread`] for the interrupt of a token link
+    /// (checked as [`Engine::inspect_by_token`]).
+    pub async fn conversation_thread_by_token(
+        &self,
+        token: &str,
+    ) -> Result<Option<tollgate_wire::present::Thread>> {
+        let (view, _) = self.inspect_by_token(token).await?;
+        self.thread_of(&view).await
+    }
+
+    async fn thread_of(&self, view: &InterruptView) -> Result<Option<tollgate_wire::present::Thread>> {
+        if !view.kind.is_conversation() {
+            return Ok(None);
+        }
+        let Some(id) = view.payload["data"]["conversationId"].as_str() else {
+            return Ok(None);
+        };
+        let events = self.read_events(&view.run_id, -1, i64::MAX).await?;
+        Ok(Some(crate::present::thread(id, &events, &view.key)))
+    }
+
     pub(super) async fn interrupt_view(&self, row: InterruptRow) -> Result<InterruptView> {
         let votes: Vec<VoteView> = self
             .inner

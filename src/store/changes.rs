@@ -31,6 +31,9 @@ pub(crate) struct NewInterrupt {
     pub rules: String,
     pub workflow_id: String,
     pub title: String,
+    /// Whose request this is: the run's `requestedBy`, else its owner
+    /// (`RunRow::requester`); the inbox splits on it and mail never offers
+    /// them a decision.
     pub owner_subject: String,
     pub created_at: Millis,
     pub deadline_at: Option<Millis>,
@@ -110,6 +113,8 @@ pub(crate) enum Change {
         /// The row exists already (update) or not (insert).
         stored: bool,
     },
+    /// An open conversation starts, takes a turn or ends (`store::conversations`).
+    Conversation(super::conversations::ConversationChange),
     /// The run's projection after the command.
     Run {
         run_id: RunId,
@@ -123,7 +128,7 @@ pub(crate) enum Change {
 
 static INSERT_RUN: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "INSERT INTO runs ({}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO runs ({}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         crate::runtime::RUN_COLUMNS
     )
 });
@@ -197,6 +202,7 @@ enum Table {
     NodeStates,
     InboxGroups,
     InboxCounts,
+    Conversations,
 }
 
 /// Which rows of a table: the one with this key, or any number.
@@ -271,7 +277,7 @@ fn reads(out: &mut [Statement], table: Table, key: Key) {
 }
 
 /// How a statement writes its table's rows (for [`Statement`]).
-enum Rows {
+pub(crate) enum Rows {
     Insert(String),
     /// An insert that may update the existing row instead (`ON CONFLICT`).
     Upsert(String),
@@ -319,6 +325,7 @@ fn statements_of(change: Change, dialect: Dialect, out: &mut Vec<Statement>) {
                     int(run.next_sequence),
                     int(run.created_at),
                     opt_int(run.completed_at),
+                    opt_text(run.requested_by),
                 ],
                 Table::Runs,
                 Rows::Insert(key),
@@ -396,6 +403,10 @@ fn statements_of(change: Change, dialect: Dialect, out: &mut Vec<Statement>) {
                 Table::Interrupts,
                 Rows::Update(key),
             );
+        }
+        Change::Conversation(c) => {
+            let (sql, args, rows) = super::conversations::statement(c);
+            push(out, sql, args, Table::Conversations, rows);
         }
         Change::CancelPending { run_id, at } => {
             push(
@@ -728,6 +739,7 @@ mod tests {
             next_sequence: 1,
             created_at: 0,
             completed_at: None,
+            requested_by: None,
             nodes_json: None,
         };
         let created = vec![

@@ -413,6 +413,45 @@ impl Store {
             .collect()
     }
 
+    /// What the inbox summarises of each interrupt: its payload's `data`
+    /// (`{data: …}`), or of an approval only `data.description` (its
+    /// artifact may be large and is not summarised). One query per page.
+    pub(crate) async fn summary_payloads(&self, interrupt_ids: &[&str]) -> Result<Vec<(String, Value)>> {
+        if interrupt_ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let marks = vec!["?"; interrupt_ids.len()].join(", ");
+        let d = self.dialect();
+        let sql = format!(
+            "SELECT interrupt_id, kind, CASE WHEN kind = 'approval' THEN {} ELSE {} END \
+             FROM interrupts WHERE interrupt_id IN ({marks})",
+            d.json_member("payload", "data.description"),
+            d.json_member("payload", "data"),
+        );
+        let sql = self.q(&sql).into_owned();
+        let mut q = sqlx::query_as::<_, (String, String, Option<String>)>(&sql);
+        for id in interrupt_ids {
+            q = q.bind(*id);
+        }
+        q.fetch_all(&self.read)
+            .await?
+            .into_iter()
+            .map(|(interrupt_id, kind, member)| {
+                let member: Value = member
+                    .map(|m| serde_json::from_str(&m))
+                    .transpose()
+                    .map_err(|e| EngineError::Storage(format!("interrupts.payload of {interrupt_id}: {e}")))?
+                    .unwrap_or(Value::Null);
+                let payload = if kind == InterruptKind::Approval.as_str() {
+                    serde_json::json!({"data": {"description": member}})
+                } else {
+                    serde_json::json!({"data": member})
+                };
+                Ok((interrupt_id, payload))
+            })
+            .collect()
+    }
+
     /// (kind, stored rules, owner) of every interrupt of a run.
     pub(crate) async fn rules_of_run(&self, run_id: &str) -> Result<Vec<(InterruptKind, String, String)>> {
         let rows: Vec<(String, String, String)> = sqlx::query_as(

@@ -12,6 +12,7 @@
 
 pub(crate) mod admin;
 pub(crate) mod changes;
+pub(crate) mod conversations;
 pub(crate) mod directory;
 pub(crate) mod idempotency;
 pub(crate) mod inbox;

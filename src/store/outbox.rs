@@ -40,7 +40,7 @@ fn item(r: &Row) -> Result<OutboxItem> {
 /// bound: a range on `interrupts_deadline`, not a pass over every pending row.
 pub(super) fn reminders_due_sql(dialect: super::Dialect) -> String {
     format!(
-        "SELECT i.interrupt_id, i.run_id, i.node_id, i.eligibility, {} FROM interrupts i \
+        "SELECT i.interrupt_id, i.run_id, i.node_id, i.kind, i.eligibility, i.owner_subject, {} FROM interrupts i \
          WHERE i.status = 'pending' AND i.reminded_at IS NULL AND i.deadline_at IS NOT NULL AND i.deadline_at <= ? LIMIT 100",
         dialect.json_member("i.payload", "data.audience")
     )
@@ -150,8 +150,12 @@ pub(crate) struct ReminderDue {
     pub interrupt_id: String,
     pub run_id: String,
     pub node_id: String,
+    /// The kind as stored.
+    pub kind: String,
     /// Approval rules as stored (`null` for other kinds).
     pub eligibility: String,
+    /// The run owner's subject id.
+    pub owner_subject: String,
     /// `data.audience` as JSON, if any.
     pub audience: Option<String>,
 }
@@ -203,19 +207,23 @@ impl Store {
     /// Pending interrupts due within `before_ms` of `now` and not reminded yet (at most 100).
     pub(crate) async fn reminders_due(&self, now: Millis, before_ms: Millis) -> Result<Vec<ReminderDue>> {
         let sql = reminders_due_sql(self.dialect());
-        let rows: Vec<(String, String, String, String, Option<String>)> = sqlx::query_as(&self.q(&sql))
-            // A range on the column itself, so the partial deadline index serves it.
-            .bind(now.saturating_add(before_ms))
-            .fetch_all(&self.read)
-            .await?;
+        #[allow(clippy::type_complexity)]
+        let rows: Vec<(String, String, String, String, String, String, Option<String>)> =
+            sqlx::query_as(&self.q(&sql))
+                // A range on the column itself, so the partial deadline index serves it.
+                .bind(now.saturating_add(before_ms))
+                .fetch_all(&self.read)
+                .await?;
         Ok(rows
             .into_iter()
             .map(
-                |(interrupt_id, run_id, node_id, eligibility, audience)| ReminderDue {
+                |(interrupt_id, run_id, node_id, kind, eligibility, owner_subject, audience)| ReminderDue {
                     interrupt_id,
                     run_id,
                     node_id,
+                    kind,
                     eligibility,
+                    owner_subject,
                     audience,
                 },
             )

@@ -26,6 +26,8 @@ pub(crate) struct RunRow {
     pub status: RunStatus,
     /// `RunSnapshot.owner`.
     pub owner: Value,
+    /// The person the run is for, when its creator acted on their behalf.
+    pub requested_by: Option<String>,
     pub current_node_id: Option<NodeId>,
     pub error: Option<Value>,
     pub inputs: Value,
@@ -40,7 +42,7 @@ pub(crate) struct RunRow {
     pub nodes_json: Option<String>,
 }
 
-pub(crate) const RUN_COLUMNS: &str = "run_id, tenant, workflow_id, workflow_digest, status, owner, current_node_id, error, inputs, configurable, tags, metadata, callback_url, next_sequence, created_at, completed_at";
+pub(crate) const RUN_COLUMNS: &str = "run_id, tenant, workflow_id, workflow_digest, status, owner, current_node_id, error, inputs, configurable, tags, metadata, callback_url, next_sequence, created_at, completed_at, requested_by";
 
 impl RunRow {
     /// Decodes a row selected with [`RUN_COLUMNS`] (and optionally `nodes_json`), from either pool.
@@ -62,7 +64,8 @@ impl RunRow {
             next_sequence: row.get(13)?,
             created_at: row.get(14)?,
             completed_at: row.get(15)?,
-            nodes_json: if row.has(16) { row.get(16)? } else { None },
+            requested_by: row.get(16)?,
+            nodes_json: if row.has(17) { row.get(17)? } else { None },
         })
     }
 
@@ -76,6 +79,23 @@ impl RunRow {
             .as_str()
             .unwrap_or_default()
             .to_string()
+    }
+
+    /// The person whose request the run is: `requestedBy`, else the owner.
+    pub fn requester(&self) -> String {
+        self.requested_by
+            .clone()
+            .unwrap_or_else(|| self.owner_subject_id())
+    }
+
+    /// Everyone who may not approve the run's gates where self-approval is
+    /// refused: the owner, and the person the run is for.
+    pub fn requesters(&self) -> Vec<String> {
+        let owner = self.owner_subject_id();
+        match &self.requested_by {
+            Some(person) if *person != owner => vec![owner, person.clone()],
+            _ => vec![owner],
+        }
     }
 }
 
@@ -111,6 +131,9 @@ pub(crate) struct InterruptRow {
     pub rules: Option<approval::ApprovalRules>,
     pub workflow_id: String,
     pub title: String,
+    /// Whose request this is: the run's `requestedBy`, else its owner
+    /// (`RunRow::requester`); the inbox splits on it and mail never offers
+    /// them a decision.
     pub owner_subject: String,
     pub created_at: Millis,
     pub deadline_at: Option<Millis>,

@@ -66,6 +66,8 @@ impl Tx for SqliteTx<'_> {
 
     fn query_rows(&self, sql: &str, args: &[Val]) -> Result<Vec<Row>> {
         use rusqlite::types::ValueRef;
+        #[cfg(test)]
+        tests::record(self.0, sql);
         let mut statement = self.0.prepare_cached(sql)?;
         let columns = statement.column_count();
         let mut rows = statement.query(rusqlite::params_from_iter(args))?;
@@ -88,6 +90,8 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn execute_args(&self, sql: &str, args: &[Val]) -> Result<u64> {
+        #[cfg(test)]
+        tests::record(self.0, sql);
         Ok(self
             .0
             .prepare_cached(sql)?
@@ -281,6 +285,35 @@ mod tests {
     use super::*;
     use crate::args;
     use crate::store::Store;
+    use std::sync::Mutex;
+
+    /// Every statement a writer ran, with its database file (tests run in parallel).
+    static STATEMENTS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
+    pub(super) fn record(conn: &rusqlite::Connection, sql: &str) {
+        let path = conn.path().unwrap_or_default().to_string();
+        STATEMENTS.lock().unwrap().push((path, sql.to_string()));
+    }
+
+    /// The statements the writer of the database at `path` ran, in order.
+    fn statements_of(path: &std::path::Path) -> Vec<String> {
+        let path = path.canonicalize().unwrap();
+        let all = STATEMENTS.lock().unwrap();
+        all.iter()
+            .filter(|(p, _)| std::path::Path::new(p).canonicalize().ok().as_deref() == Some(path.as_path()))
+            .map(|(_, sql)| sql.clone())
+            .collect()
+    }
+
+    fn distinct(list: &[String]) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for s in list {
+            if !out.contains(s) {
+                out.push(s.clone());
+            }
+        }
+        out
+    }
 
     async fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
@@ -410,5 +443,90 @@ mod tests {
             reminders.contains("USING INDEX interrupts_deadline ("),
             "{reminders}"
         );
+    }
+
+    /// The plan of `sql` with every parameter NULL (`?` or `$n`).
+    async fn plan_any(store: &Store, sql: &str) -> String {
+        let n = sql.matches('?').count();
+        let mut q = sqlx::query_as::<_, (i64, i64, i64, String)>(Box::leak(
+            format!("EXPLAIN QUERY PLAN {sql}").into_boxed_str(),
+        ));
+        for _ in 0..n {
+            q = q.bind(None::<i64>);
+        }
+        let rows = q.fetch_all(&store.read).await.unwrap();
+        rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("; ")
+    }
+
+    /// Every statement a create (a run that suspends at its gate) and a
+    /// resolve run on the writer, with SQLite's plan: none may read a
+    /// number of rows that grows with the store (issue #17).
+    #[tokio::test]
+    async fn create_and_resolve_plans_stay_on_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plans.db");
+        let url = format!("sqlite://{}", path.display());
+        let engine = crate::Engine::open(crate::EngineOptions::new(url.clone()))
+            .await
+            .unwrap();
+        let p = crate::Principal {
+            id: "ann".into(),
+            tenant: "t".into(),
+            name: "Ann".into(),
+            email: Some("ann@example.com".into()),
+            groups: vec![],
+            roles: vec![],
+            is_override: false,
+        };
+        engine.upsert_principal(p.clone()).await.unwrap();
+        let wf = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/workflows/conformance/conformance-approval.json"
+        ))
+        .unwrap();
+        engine
+            .register_workflow(serde_json::from_str(&wf).unwrap())
+            .await
+            .unwrap();
+        let actor = crate::Actor::operator(p);
+        let before = statements_of(&path).len();
+        let run = engine
+            .create_run(
+                crate::CreateRun {
+                    workflow_id: "conformance-approval".into(),
+                    ..Default::default()
+                },
+                &actor,
+                None,
+            )
+            .await
+            .unwrap()
+            .result
+            .unwrap()
+            .run_id;
+        let middle = statements_of(&path).len();
+        let created = distinct(&statements_of(&path)[before..]);
+        engine
+            .resolve(
+                &run,
+                "gate",
+                serde_json::json!({"action": "accept"}),
+                &actor,
+                None,
+            )
+            .await
+            .unwrap()
+            .result
+            .unwrap();
+        let resolved = distinct(&statements_of(&path)[middle..]);
+        let store = Store::open(&url, Durability::Full).await.unwrap();
+        let mut report = String::new();
+        for (phase, list) in [("create", &created), ("resolve", &resolved)] {
+            for sql in list {
+                let plan = plan_any(&store, sql).await;
+                report.push_str(&format!("{phase}: {sql}\n    => {plan}\n"));
+            }
+        }
+        println!("{report}");
     }
 }

@@ -16,6 +16,10 @@ text_enum! {
         NodeResumed = "node.resumed",
         InterruptRequested = "interrupt.requested",
         InterruptResolved = "interrupt.resolved",
+        AgentDecided = "agent.decided",
+        ConversationOpened = "conversation.opened",
+        ConversationExchanged = "conversation.exchanged",
+        ConversationClosed = "conversation.closed",
     }
 }
 

@@ -56,14 +56,20 @@ pub fn tenant_of(id: &str) -> &str {
     id.split_once('/').map(|(t, _)| t).unwrap_or("")
 }
 
-/// The projection of an id into one path segment: `/` → `~2F`, `~` → `~7E`.
+/// The projection of an id into one path segment, the OpenWOP wire form
+/// (identity.md §5, RFC 0184): every UTF-8 byte outside `[A-Za-z0-9._-]`
+/// becomes `~` and two uppercase hex digits (`/` → `~2F`, `~` → `~7E`,
+/// `:` → `~3A`).
 pub fn encode_path_id(id: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut out = String::with_capacity(id.len() + 4);
-    for c in id.chars() {
-        match c {
-            '/' => out.push_str("~2F"),
-            '~' => out.push_str("~7E"),
-            c => out.push(c),
+    for b in id.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
+            out.push(b as char);
+        } else {
+            out.push('~');
+            out.push(HEX[(b >> 4) as usize] as char);
+            out.push(HEX[(b & 15) as usize] as char);
         }
     }
     out
@@ -258,6 +264,10 @@ mod tests {
         assert!(is_tenant_id("anon:x") && !is_tenant_id("") && !is_tenant_id("a/b"));
         assert!(is_tenant_bound("t/0123456789abcdef") && !is_tenant_bound("t/0123"));
         assert_eq!(encode_path_id("ab/0123456789ab~def"), "ab~2F0123456789ab~7Edef");
+        // The OpenWOP wire form projects every byte outside [A-Za-z0-9._-].
+        assert_eq!(encode_path_id("acme/r-9f3c"), "acme~2Fr-9f3c");
+        assert_eq!(encode_path_id("anon:sess-3f9c/r_1.2"), "anon~3Asess-3f9c~2Fr_1.2");
+        assert_eq!(encode_path_id("café/r"), "caf~C3~A9~2Fr");
         assert_eq!(tenant_of("acme/x"), "acme");
     }
 }

@@ -12,6 +12,10 @@ pub struct InboxItem {
     pub node_id: String,
     pub kind: InterruptKind,
     pub title: String,
+    /// One line on what it asks, by kind (a prompt, the awaited event, the
+    /// agent and its confidence, the provider); `None` when the title says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
     pub workflow_id: String,
     pub created_at: String,
     pub age_ms: i64,

@@ -33,6 +33,16 @@ impl InterruptKind {
         }
     }
 
+    /// One of the `conversation.*` kinds (gated on `conversationPrimitive`).
+    pub fn is_conversation(self) -> bool {
+        matches!(
+            self,
+            InterruptKind::ConversationStart
+                | InterruptKind::ConversationExchange
+                | InterruptKind::ConversationClose
+        )
+    }
+
     /// Fields `data` must carry for this kind (the engine fills approval's
     /// `artifactId`/`artifactType` itself).
     pub fn required_data_fields(self) -> &'static [&'static str] {

@@ -50,6 +50,7 @@ pub struct TimelineData {
     pub timeline: Timeline,
     /// Where the dashboard posts go for this run (`/dashboard/runs/{encoded}`).
     pub href: String,
+    pub flash: Option<Flash>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -155,6 +156,7 @@ pub async fn load_run_timeline(run: String) -> Result<TimelineData, ServerFnErro
     Ok(TimelineData {
         timeline,
         href: run_href(&run_id),
+        flash: take_flash(),
     })
 }
 

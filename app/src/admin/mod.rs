@@ -7,11 +7,13 @@
 
 pub mod api;
 pub mod charts;
+mod confirm;
+
+pub use confirm::{CONFIRM_CANCEL, CONFIRM_REVOKE};
 
 use crate::api::Me;
-use crate::pages::{
-    error_box, human_ms, kind_label, Header, BUTTON, BUTTON_DANGER, BUTTON_SECONDARY, CARD, LINK, SELECT,
-};
+use crate::pages::{error_box, kind_label, Header, BUTTON, BUTTON_SECONDARY, CARD, LINK, SELECT};
+use crate::when::{Said, When};
 use api::*;
 use charts::{AgeChart, DecisionsChart};
 use leptos::prelude::*;
@@ -125,20 +127,17 @@ fn status_badge(status: RunStatus) -> AnyView {
 }
 
 fn deadline_cell(p: &PendingRow) -> AnyView {
-    match (&p.deadline, p.deadline_in_ms) {
-        (Some(d), Some(ms)) => {
-            let (class, text) = match p.deadline_state.as_str() {
-                "overdue" => (
-                    "font-semibold text-red-800",
-                    format!("Overdue by {}", human_ms(ms)),
-                ),
-                "soon" => ("font-semibold text-amber-800", format!("In {}", human_ms(ms))),
-                _ => ("text-slate-700", format!("In {}", human_ms(ms))),
+    match &p.deadline {
+        Some(d) => {
+            let class = match p.deadline_state.as_str() {
+                "overdue" => "font-semibold text-red-800",
+                "soon" => "font-semibold text-amber-800",
+                _ => "text-slate-700",
             };
-            view! { <time datetime=d.clone() title=d.clone() class=class data-deadline=p.deadline_state.as_str()>{text}</time> }
+            view! { <When at=d.clone() said=Said::Deadline class=class state=p.deadline_state.as_str() /> }
                 .into_any()
         }
-        _ => view! { <span class="text-slate-500">"None"</span> }.into_any(),
+        None => view! { <span class="text-slate-500">"None"</span> }.into_any(),
     }
 }
 
@@ -214,14 +213,14 @@ fn overview_view(d: OverviewData) -> AnyView {
                     <div class="mt-3 overflow-x-auto">
                         <table id="pending" class=TABLE>
                             <caption class="sr-only">"Most urgent pending interrupts, overdue first"</caption>
-                            {thead(&["Request", "Kind", "Workflow", "Age", "Deadline", "Votes"])}
+                            {thead(&["Request", "Kind", "Workflow", "Raised", "Deadline", "Votes"])}
                             <tbody class="divide-y divide-slate-100">
                                 {o.pending.iter().zip(d.run_links).map(|(p, href)| view! {
                                     <tr data-run=p.run_id.clone() data-node=p.node_id.clone()>
                                         <td class=TD><a href=href class=LINK>{p.title.clone()}</a></td>
                                         <td class=TD>{kind_label(p.kind)}</td>
                                         <td class=TD>{p.workflow_id.clone()}</td>
-                                        <td class=TD><time datetime=p.created_at.clone()>{human_ms(p.age_ms)}</time></td>
+                                        <td class=TD><When at=p.created_at.clone() /></td>
                                         <td class=TD>{deadline_cell(p)}</td>
                                         <td class=TD>{p.votes.to_string()}</td>
                                     </tr>
@@ -320,7 +319,7 @@ fn runs_view(d: RunsData, q: RunsQuery) -> AnyView {
                             <td class=TD>{status_badge(r.status)}</td>
                             <td class=TD>{r.current_node_id.clone().unwrap_or_default()}</td>
                             <td class=TD>{r.owner.clone()}</td>
-                            <td class=TD><time datetime=r.created_at.clone()>{r.created_at.clone()}</time></td>
+                            <td class=TD><When at=r.created_at.clone() /></td>
                         </tr>
                     }).collect_view()}
                 </tbody>
@@ -342,30 +341,38 @@ pub fn RunTimeline() -> impl IntoView {
     let params = use_params_map();
     let run = move || params.with(|p| p.get("run_id").unwrap_or_default());
     let data = Resource::new(run, load_run_timeline);
+    // `?cancel=1`: the confirmation step of cancelling the run.
+    let query = use_query_map();
     view! {
         <Frame title="Run">
             <Suspense fallback=|| ()>
                 {move || data.get().map(|r| match r {
                     Err(e) => error_box(e.to_string()),
-                    Ok(d) => timeline_view(d),
+                    Ok(d) => timeline_view(d, query.with(|q| q.get("cancel").is_some())),
                 })}
             </Suspense>
         </Frame>
     }
 }
 
-fn timeline_view(d: TimelineData) -> AnyView {
+fn timeline_view(d: TimelineData, cancelling: bool) -> AnyView {
     let t = d.timeline;
     let run = t.run;
+    let live = !run.status.is_terminal();
+    let confirm = (live && cancelling).then(|| confirm::confirm_cancel_run(&run, &d.href));
+    let cancel = (live && !cancelling).then(|| confirm::cancel_run_button(&d.href));
     view! {
+        {flash_view(d.flash)}
+        {confirm}
         <section class=CARD aria-labelledby="run-heading">
             <h2 id="run-heading" class="font-mono text-base font-semibold">{run.run_id.clone()}</h2>
             <dl class="mt-3 grid grid-cols-2 gap-x-6 gap-y-2 text-sm md:grid-cols-4">
                 <div><dt class="text-slate-600">"Workflow"</dt><dd>{run.workflow_id.clone()}</dd></div>
                 <div><dt class="text-slate-600">"Status"</dt><dd id="run-status">{status_badge(run.status)}</dd></div>
                 <div><dt class="text-slate-600">"Owner"</dt><dd>{run.owner.clone()}</dd></div>
-                <div><dt class="text-slate-600">"Started"</dt><dd><time datetime=run.created_at.clone()>{run.created_at.clone()}</time></dd></div>
+                <div><dt class="text-slate-600">"Started"</dt><dd><When at=run.created_at.clone() /></dd></div>
             </dl>
+            {cancel}
             {t.error.map(|e| view! {
                 <p role="alert" class="mt-3 rounded-md border border-red-200 bg-red-50 p-3 text-sm text-red-800">
                     {e["message"].as_str().map(str::to_string).unwrap_or_else(|| e.to_string())}
@@ -389,7 +396,7 @@ fn timeline_view(d: TimelineData) -> AnyView {
                                         <td class=TD>{a.principal.clone()}</td>
                                         <td class=TD>{a.action.as_str()}{(!a.counted).then_some(" (replaced)")}</td>
                                         <td class=format!("{TD} font-mono text-xs")>{a.eligible_via.clone()}</td>
-                                        <td class=TD><time datetime=a.decided_at.clone()>{a.decided_at.clone()}</time></td>
+                                        <td class=TD><When at=a.decided_at.clone() /></td>
                                     </tr>
                                 }).collect_view()}
                             </tbody>
@@ -409,7 +416,7 @@ fn timeline_view(d: TimelineData) -> AnyView {
                                 <span class="font-mono text-xs text-slate-500">{format!("#{} ", e.sequence)}</span>
                                 <span class="font-semibold">{e.event_type.as_str()}</span>
                                 {e.node_id.map(|n| view! { <span class="text-slate-600">{format!(" · {n}")}</span> })}
-                                <time class="ml-2 text-xs text-slate-500" datetime=e.timestamp.clone()>{e.timestamp.clone()}</time>
+                                <When at=e.timestamp.clone() class="ml-2 text-xs text-slate-500" />
                             </p>
                             <details class="mt-1">
                                 <summary class="cursor-pointer text-xs text-indigo-800">"Payload"</summary>
@@ -613,21 +620,25 @@ fn membership_section(
 #[component]
 pub fn Keys() -> impl IntoView {
     let data = Resource::new(|| (), |_| load_keys());
+    // `?revoke=<id>`: the confirmation step of revoking that key.
+    let query = use_query_map();
     view! {
         <Frame title="Keys">
             <Suspense fallback=|| ()>
                 {move || data.get().map(|r| match r {
                     Err(e) => error_box(e.to_string()),
-                    Ok(d) => keys_view(d),
+                    Ok(d) => keys_view(d, query.with(|q| q.get("revoke"))),
                 })}
             </Suspense>
         </Frame>
     }
 }
 
-fn keys_view(d: KeysData) -> AnyView {
+fn keys_view(d: KeysData, revoke: Option<String>) -> AnyView {
+    let confirm = revoke.map(|id| confirm::confirm_revoke_key(&id, d.api_keys.iter().find(|k| k.id == id)));
     view! {
         {flash_view(d.flash)}
+        {confirm}
         <section class=CARD aria-labelledby="api-keys-heading">
             <h2 id="api-keys-heading" class="text-lg font-semibold">"API keys"</h2>
             <p class="mt-1 text-sm text-slate-600">"Only a digest of each key is stored; a key is shown once, when it is created."</p>
@@ -645,15 +656,12 @@ fn keys_view(d: KeysData) -> AnyView {
                                     <td class=TD>{k.label.clone().unwrap_or_default()}</td>
                                     <td class=TD>{k.principal.clone()}</td>
                                     <td class=TD>{k.scopes.join(" ")}</td>
-                                    <td class=TD><time datetime=k.created_at.clone()>{k.created_at[..10].to_string()}</time></td>
+                                    <td class=TD><When at=k.created_at.clone() /></td>
                                     <td class=TD>
                                         {match k.revoked_at {
-                                            Some(at) => view! { <span class="text-red-800">{format!("revoked {}", &at[..10])}</span> }.into_any(),
+                                            Some(at) => view! { <span class="text-red-800">"Revoked: "<When at=at /></span> }.into_any(),
                                             None => view! {
-                                                <form method="post" action="/dashboard/keys/revoke">
-                                                    <input type="hidden" name="id" value=id.clone() />
-                                                    <button type="submit" class=BUTTON_DANGER aria-label=format!("Revoke key {id}")>"Revoke"</button>
-                                                </form>
+                                                {confirm::revoke_key_button(&id)}
                                             }.into_any(),
                                         }}
                                     </td>
@@ -771,7 +779,7 @@ fn outbox_view(d: OutboxData, kind: Option<String>, status: Option<String>) -> A
                                             {r.last_error.clone().map(|e| view! { <p class="text-xs text-red-800">{e}</p> })}
                                         </td>
                                         <td class=TD>{r.attempts.to_string()}</td>
-                                        <td class=TD><time datetime=r.created_at.clone()>{r.created_at.clone()}</time></td>
+                                        <td class=TD><When at=r.created_at.clone() /></td>
                                         <td class=TD>
                                             {retry.then(|| view! {
                                                 <form method="post" action="/dashboard/outbox/retry">

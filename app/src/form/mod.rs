@@ -25,13 +25,15 @@
 //!
 //! Plain serde types only: this module compiles in every feature set.
 
+mod dates;
 mod render;
 mod values;
 
+pub use dates::{datetime_from_input, datetime_to_input};
 pub use render::{field_id, SchemaForm, SchemaView};
 pub use tollgate_wire::schema_subset::{field_tree, humanize, FieldKind, FieldNode, TextFormat};
 pub use values::{
-    apply_row_action, datetime_from_input, datetime_to_input, default_value, default_values, errors_for_form,
-    form_to_json, handle_row_action, json_to_values, locate, option_value, pointer_to_path, row_action,
-    row_count, values_from_fields, FormError, FormValues, RowAction, ADD_ROW, REMOVE_ROW,
+    apply_row_action, default_value, default_values, errors_for_form, form_to_json, handle_row_action,
+    json_to_values, locate, option_value, pointer_to_path, resume_field_to_path, row_action, row_count,
+    values_from_fields, FormError, FormValues, RowAction, ADD_ROW, REMOVE_ROW,
 };

@@ -2,7 +2,8 @@
 //! inputs (working without JavaScript inside the caller's
 //! `<form method="post">`), [`SchemaView`] draws a payload read-only.
 
-use super::values::{datetime_to_input, join, option_value, row_count, FormValues, ADD_ROW, REMOVE_ROW};
+use super::dates::datetime_to_input;
+use super::values::{join, option_value, row_count, FormValues, ADD_ROW, REMOVE_ROW};
 use leptos::prelude::*;
 use serde_json::Value;
 use std::collections::HashMap;

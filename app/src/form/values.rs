@@ -11,6 +11,8 @@ use serde_json::{Map, Number, Value};
 use std::collections::{BTreeSet, HashMap};
 use tollgate_wire::schema_subset::{FieldKind, FieldNode, TextFormat};
 
+use super::dates::{datetime_from_input, datetime_to_input, parse_date};
+
 /// Field values keyed by form name, as drawn and as submitted.
 pub type FormValues = HashMap<String, String>;
 
@@ -361,6 +363,18 @@ pub fn pointer_to_path(pointer: &str) -> String {
         .join(".")
 }
 
+/// `resumeValue.contacts[0].email` → `contacts.0.email`: a field the engine
+/// names in a validation error, as a form path (`resumeValue` itself is the
+/// whole form, `""`); `None` for a field outside the resume value.
+pub fn resume_field_to_path(field: &str) -> Option<String> {
+    let rest = field.strip_prefix("resumeValue")?;
+    if !(rest.is_empty() || rest.starts_with('.') || rest.starts_with('[')) {
+        return None;
+    }
+    let path = rest.replace('[', ".").replace(']', "");
+    Some(path.trim_start_matches('.').to_string())
+}
+
 /// Puts each (path, message) beside the closest field the form draws (an
 /// error inside a JSON field goes to that field; one the tree does not know
 /// goes to the top, path `""`). Messages for the same field are joined.
@@ -481,174 +495,6 @@ pub fn handle_row_action(tree: &FieldNode, fields: &[(String, String)]) -> Optio
     Some(values)
 }
 
-// ---- dates -----------------------------------------------------------------
-
-/// `YYYY-MM-DD` → (year, month, day), checked.
-pub(crate) fn parse_date(s: &str) -> Option<(i64, u32, u32)> {
-    let b = s.as_bytes();
-    if !s.is_ascii() || b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return None;
-    }
-    let y: i64 = digits(&s[0..4])?;
-    let m: u32 = digits(&s[5..7])?;
-    let d: u32 = digits(&s[8..10])?;
-    if !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
-        return None;
-    }
-    Some((y, m, d))
-}
-
-fn digits<T: std::str::FromStr>(s: &str) -> Option<T> {
-    if s.bytes().all(|c| c.is_ascii_digit()) {
-        s.parse().ok()
-    } else {
-        None
-    }
-}
-
-fn days_in_month(y: i64, m: u32) -> u32 {
-    match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (i64::from(m) + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (
-        if m <= 2 {
-            yoe + era * 400 + 1
-        } else {
-            yoe + era * 400
-        },
-        m,
-        d,
-    )
-}
-
-struct DateTime {
-    date: (i64, u32, u32),
-    hour: u32,
-    minute: u32,
-    /// `:SS` and any fraction, as written (e.g. `:05.25`), or empty.
-    seconds: String,
-    /// Offset east of UTC in minutes; `None` when the text has none.
-    offset: Option<i64>,
-}
-
-fn parse_datetime(s: &str) -> Option<DateTime> {
-    let s = s.trim();
-    if s.len() < 16 || !s.is_ascii() {
-        return None;
-    }
-    let date = parse_date(&s[..10])?;
-    let rest = s[10..].strip_prefix(['T', 't', ' '])?;
-    if rest.len() < 5 || rest.as_bytes()[2] != b':' {
-        return None;
-    }
-    let hour: u32 = digits(&rest[0..2])?;
-    let minute: u32 = digits(&rest[3..5])?;
-    if hour > 23 || minute > 59 {
-        return None;
-    }
-    let mut rest = &rest[5..];
-    let mut seconds = String::new();
-    if let Some(r) = rest.strip_prefix(':') {
-        let end = r
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(r.len());
-        let sec = &r[..end];
-        let whole: u32 = digits(sec.split('.').next()?)?;
-        if sec.len() < 2
-            || whole > 60
-            || sec
-                .split('.')
-                .nth(1)
-                .is_some_and(|f| f.is_empty() || !f.bytes().all(|c| c.is_ascii_digit()))
-        {
-            return None;
-        }
-        seconds = format!(":{sec}");
-        rest = &r[end..];
-    }
-    let offset = match rest {
-        "" => None,
-        "Z" | "z" => Some(0),
-        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) && o.as_bytes()[3] == b':' => {
-            let h: i64 = digits(&o[1..3])?;
-            let m: i64 = digits(&o[4..6])?;
-            if h > 23 || m > 59 {
-                return None;
-            }
-            let sign = if o.starts_with('-') { -1 } else { 1 };
-            Some(sign * (h * 60 + m))
-        }
-        _ => return None,
-    };
-    Some(DateTime {
-        date,
-        hour,
-        minute,
-        seconds,
-        offset,
-    })
-}
-
-/// An RFC 3339 date-time → the value of an `<input type="datetime-local">`
-/// in UTC (`2024-05-01T10:00:00+02:00` → `2024-05-01T08:00`).
-pub fn datetime_to_input(s: &str) -> Option<String> {
-    let dt = parse_datetime(s)?;
-    let offset = dt.offset?;
-    let (y, m, d) = dt.date;
-    let minutes = days_from_civil(y, m, d) * 1440 + i64::from(dt.hour) * 60 + i64::from(dt.minute) - offset;
-    let (y, m, d) = civil_from_days(minutes.div_euclid(1440));
-    let in_day = minutes.rem_euclid(1440);
-    let seconds = match dt.seconds.as_str() {
-        ":00" => "",
-        s => s,
-    };
-    Some(format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}{seconds}",
-        in_day / 60,
-        in_day % 60
-    ))
-}
-
-/// The value of an `<input type="datetime-local">` (read as UTC) → RFC 3339
-/// (`2024-05-01T08:00` → `2024-05-01T08:00:00Z`). A full RFC 3339 value with
-/// an offset is kept as written.
-pub fn datetime_from_input(s: &str) -> Option<String> {
-    let dt = parse_datetime(s)?;
-    if dt.offset.is_some() {
-        return Some(s.trim().to_string());
-    }
-    let (y, m, d) = dt.date;
-    let seconds = if dt.seconds.is_empty() { ":00" } else { &dt.seconds };
-    Some(format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}{seconds}Z",
-        dt.hour, dt.minute
-    ))
-}
-
 fn looks_like_email(s: &str) -> bool {
     match s.split_once('@') {
         Some((local, domain)) => {
@@ -680,6 +526,25 @@ mod tests {
     use super::*;
     use serde_json::json;
     use tollgate_wire::schema_subset::field_tree;
+
+    #[test]
+    fn engine_fields_become_form_paths() {
+        assert_eq!(
+            resume_field_to_path("resumeValue.comment").as_deref(),
+            Some("comment")
+        );
+        assert_eq!(
+            resume_field_to_path("resumeValue.contacts[0].email").as_deref(),
+            Some("contacts.0.email")
+        );
+        assert_eq!(
+            resume_field_to_path("resumeValue.answers.region").as_deref(),
+            Some("answers.region")
+        );
+        assert_eq!(resume_field_to_path("resumeValue").as_deref(), Some(""));
+        assert_eq!(resume_field_to_path("request.amount"), None);
+        assert_eq!(resume_field_to_path("resumeValueX"), None);
+    }
 
     fn pairs(values: &FormValues) -> Vec<(String, String)> {
         let mut v: Vec<(String, String)> = values.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -1049,47 +914,6 @@ mod tests {
             form_to_json(&tree, &pairs(&values)).unwrap(),
             json!({"answers": {"vendor": "From parent", "spend": 10, "gdpr": true}, "at": "2023-12-31T23:00:00Z"})
         );
-    }
-
-    #[test]
-    fn date_times_convert_through_utc() {
-        assert_eq!(
-            datetime_to_input("2024-05-01T10:00:00Z").unwrap(),
-            "2024-05-01T10:00"
-        );
-        assert_eq!(
-            datetime_to_input("2024-05-01T01:30:15.5-02:30").unwrap(),
-            "2024-05-01T04:00:15.5"
-        );
-        assert_eq!(
-            datetime_to_input("2024-03-01T00:10:00+01:00").unwrap(),
-            "2024-02-29T23:10"
-        );
-        assert_eq!(
-            datetime_to_input("2024-12-31T23:00:00-01:00").unwrap(),
-            "2025-01-01T00:00"
-        );
-        assert_eq!(datetime_to_input("2024-05-01T10:00"), None);
-        assert_eq!(datetime_to_input("yesterday"), None);
-        assert_eq!(
-            datetime_from_input("2024-05-01T10:00").unwrap(),
-            "2024-05-01T10:00:00Z"
-        );
-        assert_eq!(
-            datetime_from_input("2024-05-01T10:00:30").unwrap(),
-            "2024-05-01T10:00:30Z"
-        );
-        assert_eq!(
-            datetime_from_input("2024-05-01T10:00:00+02:00").unwrap(),
-            "2024-05-01T10:00:00+02:00"
-        );
-        assert_eq!(datetime_from_input("2024-13-01T10:00"), None);
-        assert_eq!(datetime_from_input("2024-05-01T24:00"), None);
-        assert_eq!(datetime_from_input("2024-05-01T10:00+2"), None);
-        for days in [-800_000, -1, 0, 59, 60, 365, 11_016, 19_782, 2_932_896] {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(days_from_civil(y, m, d), days);
-        }
     }
 
     #[test]

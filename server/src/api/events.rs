@@ -52,7 +52,7 @@ fn check_stream_mode(mode: Option<&str>) -> ApiResult<()> {
     summary = "The run event log (SSE or JSON)",
     security(("bearer" = ["runs:read"])),
     params(
-        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` (or `tenant%2Fopaque`); a `~` in the id travels as `~7E`. Anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon:)?[A-Za-z0-9._-]{1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment in the OpenWOP wire form: `tenant~2Fopaque` (or `tenant%2Fopaque`); `~` and two hex digits are one byte (`~7E` is `~`, `~3A` is `:`). A malformed escape or anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon(:|~3[Aa]))?[A-Za-z0-9._-]{1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
         ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this sequence (wins over `afterSequence`)", minimum = -1),
         ("afterSequence" = Option<i64>, Query, description = "Events after this sequence (default -1: all)", minimum = -1),
         ("streamMode" = Option<StreamMode>, Query, description = "`updates` or `debug`"),
@@ -228,7 +228,7 @@ pub struct PollQuery {
     summary = "Long poll for run events",
     security(("bearer" = ["runs:read"])),
     params(
-        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` (or `tenant%2Fopaque`); a `~` in the id travels as `~7E`. Anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon:)?[A-Za-z0-9._-]{1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment in the OpenWOP wire form: `tenant~2Fopaque` (or `tenant%2Fopaque`); `~` and two hex digits are one byte (`~7E` is `~`, `~3A` is `:`). A malformed escape or anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon(:|~3[Aa]))?[A-Za-z0-9._-]{1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
         ("afterSequence" = Option<i64>, Query, description = "Events after this sequence (≥ -1, default -1)", minimum = -1),
         ("timeout" = Option<f64>, Query, description = "Seconds to wait for an event, 1–60 (default 30)", minimum = 1, maximum = 60),
         ("streamMode" = Option<StreamMode>, Query, description = "`updates` or `debug`"),

@@ -31,6 +31,7 @@ Errors use the closed envelope `{error, message, details?}`; every protocol resp
         super::runs::inspect,
         super::runs::list_interrupts,
         super::tokens::inspect,
+        super::tokens::context,
         super::tokens::resolve,
         super::workflows::list,
         super::workflows::get,
@@ -55,7 +56,8 @@ Errors use the closed envelope `{error, message, details?}`; every protocol resp
         schema::Vote,
         schema::InterruptView,
         schema::InterruptList,
-        schema::TokenInterrupt,
+        schema::InterruptPayload,
+        schema::TokenInterruptContext,
         schema::WorkflowInfo,
         schema::WorkflowList,
         schema::WorkflowDefinition,
@@ -103,7 +105,7 @@ impl Modify for Security {
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
                         "API key from [[api_keys]]. Scopes: runs:create, runs:read, runs:cancel, \
-approvals:respond, admin (implies all). A missing or unknown key is 401 unauthenticated with \
+approvals:respond, runs:on-behalf (createRun.requestedBy), admin (implies all). A missing or unknown key is 401 unauthenticated with \
 `WWW-Authenticate: Bearer`; a missing scope is 403 forbidden.",
                     ))
                     .build(),
@@ -208,6 +210,14 @@ const LINKS: &[Link] = &[
         "200",
         "InspectByToken",
         "getInterruptByToken",
+        &[("token", "$response.body#/token")],
+    ),
+    (
+        "/runs/{runId}/interrupts/{nodeId}",
+        "get",
+        "200",
+        "InspectContextByToken",
+        "getInterruptContextByToken",
         &[("token", "$response.body#/token")],
     ),
     (

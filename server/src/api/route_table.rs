@@ -21,6 +21,7 @@ macro_rules! api_route_table {
             GET "/runs/{runId}/interrupts/{nodeId}" => runs::inspect,
             GET "/interrupts" => runs::list_interrupts,
             GET "/interrupts/{token}" => tokens::inspect,
+            GET "/interrupts/{token}/context" => tokens::context,
             POST "/interrupts/{token}" => tokens::resolve,
             GET "/workflows" => workflows::list,
             GET "/workflows/{workflowId}" => workflows::get,

@@ -53,7 +53,7 @@ pub fn respond<T: serde::Serialize>(
         (status = 404, description = "`not_found`: unknown workflow", body = ErrorEnvelope),
         (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
         (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
-        (status = 409, description = "`idempotency_key_mismatch`: the key was used with another body", body = ErrorEnvelope),
+        (status = 409, description = "`idempotency_key_mismatch`: the key was used with another body; `run_state_conflict`: the run would open a conversation whose id is already open in the tenant", body = ErrorEnvelope),
         (status = 500, description = "`internal_error`", body = ErrorEnvelope),
     )
 )]
@@ -93,7 +93,7 @@ pub async fn create_run(
     summary = "The RunSnapshot",
     security(("bearer" = ["runs:read"])),
     params(
-        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` (or `tenant%2Fopaque`); a `~` in the id travels as `~7E`. Anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon:)?[A-Za-z0-9._-]{1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment in the OpenWOP wire form: `tenant~2Fopaque` (or `tenant%2Fopaque`); `~` and two hex digits are one byte (`~7E` is `~`, `~3A` is `:`). A malformed escape or anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon(:|~3[Aa]))?[A-Za-z0-9._-]{1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
         ("If-None-Match" = Option<String>, Header, description = "An ETag from an earlier answer; 304 when it still matches"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
@@ -136,7 +136,7 @@ pub struct CancelBody {
     summary = "Cancel a run",
     security(("bearer" = ["runs:cancel"])),
     params(
-        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` (or `tenant%2Fopaque`); a `~` in the id travels as `~7E`. Anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon:)?[A-Za-z0-9._-]{1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment in the OpenWOP wire form: `tenant~2Fopaque` (or `tenant%2Fopaque`); `~` and two hex digits are one byte (`~7E` is `~`, `~3A` is `:`). A malformed escape or anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon(:|~3[Aa]))?[A-Za-z0-9._-]{1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
         ("Idempotency-Key" = Option<String>, Header, description = "`^[A-Za-z0-9._~-]{22,128}$`; the same key and body replay the stored answer with `OpenWOP-Idempotent-Replay: true`"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
@@ -188,7 +188,7 @@ pub struct ResolveBody {
     summary = "Resolve (or vote on) an interrupt",
     security(("bearer" = ["approvals:respond"])),
     params(
-        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` (or `tenant%2Fopaque`); a `~` in the id travels as `~7E`. Anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon:)?[A-Za-z0-9._-]{1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment in the OpenWOP wire form: `tenant~2Fopaque` (or `tenant%2Fopaque`); `~` and two hex digits are one byte (`~7E` is `~`, `~3A` is `:`). A malformed escape or anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon(:|~3[Aa]))?[A-Za-z0-9._-]{1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
         ("nodeId" = String, Path, description = "The interrupted node", pattern = r"^[A-Za-z0-9._~:-]{1,128}$"),
         ("Idempotency-Key" = Option<String>, Header, description = "`^[A-Za-z0-9._~-]{22,128}$`; the same key and body replay the stored answer with `OpenWOP-Idempotent-Replay: true`"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
@@ -285,7 +285,7 @@ fn parse_node_id(s: &str) -> ApiResult<String> {
     summary = "The interrupt at a node (host extension)",
     security(("bearer" = ["runs:read"])),
     params(
-        ("runId" = String, Path, description = "Tenant-bound run id as one segment: `tenant~2Fopaque` (or `tenant%2Fopaque`); a `~` in the id travels as `~7E`. Anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon:)?[A-Za-z0-9._-]{1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
+        ("runId" = String, Path, description = "Tenant-bound run id as one segment in the OpenWOP wire form: `tenant~2Fopaque` (or `tenant%2Fopaque`); `~` and two hex digits are one byte (`~7E` is `~`, `~3A` is `:`). A malformed escape or anything else is 400 `validation_error` naming `runId`", pattern = r"^(anon(:|~3[Aa]))?[A-Za-z0-9._-]{1,128}(~2[Ff]|/)([A-Za-z0-9._-]|~7[Ee]){16,128}$"),
         ("nodeId" = String, Path, description = "The interrupted node", pattern = r"^[A-Za-z0-9._~:-]{1,128}$"),
         ("intent" = Option<TokenIntent>, Query, description = "`inspect`: the link in the answer may only inspect. Without it (or with `resolve`) the link resolves only when the caller holds `approvals:respond` and may decide; otherwise it is an inspect link. The answer's `intent` says which"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),

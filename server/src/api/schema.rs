@@ -40,6 +40,7 @@ pub enum ErrorCode {
     RunTerminal,
     IdempotencyKeyMismatch,
     RunStateConflict,
+    CapabilityRequired,
     InterruptExpired,
     InternalError,
 }
@@ -67,6 +68,12 @@ pub struct CreateRunRequest {
     pub configurable: Option<Configurable>,
     pub tags: Option<Vec<String>>,
     pub metadata: Option<JsonObject>,
+    /// Tollgate: the person of the caller's tenant the run is for (a principal
+    /// id). Naming anyone but the caller needs `runs:on-behalf` (403); an
+    /// unknown person is 400 naming `requestedBy`. Self-approval is refused
+    /// to them as to the run's owner, and they are never mailed a decision link.
+    #[schema(min_length = 1, max_length = 128)]
+    pub requested_by: Option<String>,
 }
 
 /// Run configuration: `{"version": 1, "run": {"recursionLimit": 25}}`.
@@ -267,20 +274,43 @@ pub struct InterruptList {
     pub interrupts: Vec<InterruptView>,
 }
 
-/// `GET /interrupts/{token}`: the InterruptPayload plus the members below.
+/// OpenWOP v2 `InterruptPayload` (`suspend-request.schema.json`, closed):
+/// the body of `GET /interrupts/{token}` and the payload of
+/// `interrupt.requested`. `data` is bound to `kind` by the OpenWOP schema.
+#[derive(ToSchema, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InterruptPayload {
+    #[schema(value_type = InterruptKind)]
+    pub kind: String,
+    /// The deterministic re-entry key of this visit of the node.
+    #[schema(min_length = 1, max_length = 256)]
+    pub key: String,
+    /// The per-kind data (`ApprovalData`, `ClarificationData`, …).
+    pub data: JsonObject,
+    /// JSON Schema the resume value must satisfy.
+    #[schema(nullable = false)]
+    pub resume_schema: Option<JsonObject>,
+    /// The interrupt's deadline; a timeout rejects, never grants.
+    #[schema(minimum = 0, nullable = false)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// Host extension `GET /interrupts/{token}/context`: what Tollgate knows
+/// about a token's interrupt beyond the InterruptPayload.
 #[derive(ToSchema)]
 #[schema(rename_all = "camelCase")]
-pub struct TokenInterrupt {
+pub struct TokenInterruptContext {
     pub interrupt_id: String,
     pub run_id: String,
     pub node_id: String,
-    pub kind: String,
     /// `{requestSchema, resumeSchema, outcomes, typed}`.
     pub contract: JsonObject,
+    /// The request the interrupt was raised with (checked against `requestSchema`).
     pub request: Value,
+    /// When the token expires (RFC 3339).
     pub expires_at: String,
-    /// `resolve` or `inspect`.
-    pub intent: String,
+    /// `resolve` or `inspect`: what the token may do.
+    pub intent: TokenIntent,
 }
 
 /// A registered workflow.
@@ -446,13 +476,18 @@ pub struct Discovery {
     pub implementation: JsonObject,
     pub engine_version: i64,
     pub event_log_schema_version: i64,
-    /// Loaded workflow ids.
+    /// The OpenWOP conformance fixtures loaded instance-wide (`conformance-…`
+    /// ids); a deployment's own workflows are not listed.
     pub fixtures: Vec<String>,
     pub limits: JsonObject,
     pub signing_keys: Vec<JsonObject>,
     pub extensions: JsonObject,
     /// `{status, tokenAlgs, refKinds, …}`.
     pub interrupt: JsonObject,
+    /// The `conversation.*` kinds, when offered (`[interrupts] conversation`).
+    pub conversation_primitive: Option<JsonObject>,
+    /// The `oauth` family with `credentialInterrupt: true`, when the `credential` kind is offered (`[interrupts] credential`).
+    pub oauth: Option<JsonObject>,
 }
 
 /// `GET /healthz`.

@@ -88,6 +88,7 @@ pub async fn get(
         (status = 403, description = "`forbidden`: the key lacks the admin scope, or the id names an instance-wide workflow (loaded from `[workflows] dirs`), which tenants cannot replace", body = ErrorEnvelope),
         (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
         (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
+        (status = 422, description = "`capability_required`: a node uses a kind this instance does not offer (`details.capability`: `conversationPrimitive`, `oauth.credentialInterrupt`)", body = ErrorEnvelope),
         (status = 500, description = "`internal_error`", body = ErrorEnvelope),
     )
 )]

@@ -263,6 +263,7 @@ pub(super) async fn mint_token(
         database_url: config.database.url.clone(),
         durability: config.database.durability,
         clock: std::sync::Arc::new(tollgate::SystemClock),
+        capabilities: config.interrupts.capabilities(),
     })
     .await
     .map_err(|e| anyhow!("cannot open {}: {e}", config.database.url))?;

@@ -326,7 +326,7 @@ enum KeyCommand {
         /// The principal the key acts as (must exist; see `tollgate user add`).
         #[arg(long)]
         principal: String,
-        /// A scope (repeatable): runs:create, runs:read, runs:cancel, approvals:respond, admin.
+        /// A scope (repeatable): runs:create, runs:read, runs:cancel, approvals:respond, runs:on-behalf, admin.
         #[arg(long = "scope", required = true)]
         scopes: Vec<String>,
         /// A label to recognise the key by.

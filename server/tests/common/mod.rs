@@ -624,6 +624,13 @@ pub fn assert_v2_event_payloads(events: &[Value]) {
             ),
             "node.resumed" => (&["nodeId"], &["nodeId", "interruptId", "resumeValue"]),
             "node.skipped" | "node.cancelled" => (&["nodeId"], &["nodeId", "reason"]),
+            "agent.decided" => (&["agentId", "decision"], &["agentId", "decision", "confidence"]),
+            "conversation.opened" => (&["conversationId"], &["conversationId"]),
+            "conversation.exchanged" => (
+                &["conversationId", "turnIndex"],
+                &["conversationId", "turnIndex", "outcome"],
+            ),
+            "conversation.closed" => (&["conversationId"], &["conversationId", "reason", "turnCount"]),
             "interrupt.resolved" => (
                 &["nodeId", "interruptId"],
                 &[

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# HTTP load test with wrk (issue #17): for each store size in STORED, starts a
+# release server on a fresh database, creates that many runs suspended at an
+# approval gate (real runs through the engine: POST /runs, driven by wrk),
+# then resolves RESOLVES of them, each once, with wrk walking a file of their
+# resolve paths at each concurrency in CONCURRENCY (distinct runs per level).
+# Prints creates/s and resolves/s, p50/p99 (wrk's), and the server's CPU per
+# request (user + system from /proc/PID/stat, and its writer threads' share).
+# Only loopback traffic; stops by itself.
+#
+#   STORED="2000 20000 200000"  store sizes (runs created before the resolves)
+#   CONCURRENCY="16 64"         wrk connections (1 wrk thread: far from the bottleneck)
+#   RESOLVES=N                  resolves per concurrency level (default
+#                               min(10000, STORED / number of levels))
+#   DATABASE=sqlite|postgres    a fresh file, or a fresh database on the
+#                               private server of scripts/pg.sh
+#   DURABILITY=full|relaxed     full: synchronous=FULL / synchronous_commit=on
+#   SERVER_BIN=path             another server binary (before/after pairs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+STORED=${STORED:-2000 20000 200000}
+CONCURRENCY=${CONCURRENCY:-16 64}
+DURABILITY=${DURABILITY:-full}
+DATABASE=${DATABASE:-sqlite}
+BIN=${SERVER_BIN:-target/release/tollgate}
+THREADS=1
+KEY=load-test-key-0123456789
+command -v wrk >/dev/null || { echo "wrk is not installed (scripts/setup.sh)" >&2; exit 2; }
+[ -n "${SERVER_BIN:-}" ] || cargo build --release -q -p tollgate-server --bin tollgate
+
+# CPU ticks (user + system, 1/100 s) of a process, and of its writer threads.
+ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
+writer_ticks() {
+  local sum=0 t
+  for t in /proc/"$1"/task/*; do
+    case "$(cat "$t/comm" 2>/dev/null)" in
+      tollgate-writer|tollgate-pg-wri*) sum=$((sum + $(awk '{sub(/.*\) /, ""); print $12 + $13}' "$t/stat"))) ;;
+    esac
+  done
+  echo "$sum"
+}
+
+# Runs wrk with a script; prints "rate p50_ms p99_ms cpu_ms/req writer_ms/req failed".
+drive() {
+  local lua=$1 n=$2 c=$3 out=$4
+  local s0 w0 s1 w1 line
+  s0=$(ticks "$pid"); w0=$(writer_ticks "$pid")
+  rm -f "$dir"/done.*
+  WRK_C=$c WRK_THREADS=$THREADS WRK_KEY=$KEY WRK_N=$n WRK_FILE="$dir/sample" WRK_OUT="$out" WRK_DONE="$dir/done" \
+    wrk -t"$THREADS" -c"$c" -d3600s -T60s -s "scripts/wrk/$lua" "$url" > "$dir/wrk.out" &
+  local wrk_pid=$!
+  # wrk runs for its whole -d unless interrupted: stop it when each thread is done
+  # (the scripts time the requests themselves).
+  until [ "$(ls "$dir"/done.* 2>/dev/null | wc -l)" -ge "$THREADS" ]; do sleep 0.1; done
+  kill -INT "$wrk_pid"; wait "$wrk_pid" || true
+  s1=$(ticks "$pid"); w1=$(writer_ticks "$pid")
+  line=$(grep '^WRK ' "$dir/wrk.out") || { cat "$dir/wrk.out" >&2; exit 1; }
+  eval "$(echo "$line" | sed 's/^WRK //')"
+  awk -v n="$answered" -v d="$duration_us" -v p50="$p50_us" -v p99="$p99_us" -v s=$((s1 - s0)) -v w=$((w1 - w0)) -v f="$failed" \
+    'BEGIN { printf "%8.0f/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %.3f ms/req (writer %.3f)  failed %d\n", n / (d / 1e6), p50 / 1e3, p99 / 1e3, s * 10 / n, w * 10 / n, f }'
+}
+
+dir=$(mktemp -d)
+pid=
+trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
+levels=($CONCURRENCY)
+echo "server $BIN, $DATABASE, durability $DURABILITY, wrk -t$THREADS, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for stored in $STORED; do
+  case "$DATABASE" in
+    sqlite) rm -f "$dir"/load.db*; db_url="sqlite://$dir/load.db" ;;
+    postgres)
+      server=$(scripts/pg.sh start)
+      name="loadwrk_$(date +%s)_$$"
+      psql -qAt "$server" -c "CREATE DATABASE $name" >/dev/null
+      db_url="${server%/*}/$name"
+      ;;
+    *) echo "DATABASE is sqlite or postgres" >&2; exit 2 ;;
+  esac
+  cat > "$dir/load.toml" <<TOML
+[server]
+bind = "127.0.0.1:0"
+[database]
+url = "$db_url"
+durability = "$DURABILITY"
+[workflows]
+dirs = ["$PWD/workflows/conformance"]
+[[principals]]
+id = "load"
+[[api_keys]]
+key = "$KEY"
+principal = "load"
+scopes = ["admin"]
+TOML
+  RUST_LOG=warn "$BIN" serve --config "$dir/load.toml" > "$dir/server.out" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do grep -q "listening on" "$dir/server.out" 2>/dev/null && break; sleep 0.1; done
+  url=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$dir/server.out")
+  rm -f "$dir"/runs.*
+  printf '%-8s stored %-7s create  C=%-3s ' "$DATABASE" "$stored" 16
+  drive create.lua "$stored" 16 "$dir/runs"
+  cat "$dir"/runs.* | shuf > "$dir/all"
+  per=${RESOLVES:-$(( stored / ${#levels[@]} < 10000 ? stored / ${#levels[@]} : 10000 ))}
+  i=0
+  for c in "${levels[@]}"; do
+    sed -n "$((i * per + 1)),$(((i + 1) * per))p" "$dir/all" > "$dir/sample"
+    i=$((i + 1))
+    printf '%-8s stored %-7s resolve C=%-3s ' "$DATABASE" "$stored" "$c"
+    drive resolve.lua "$(wc -l < "$dir/sample")" "$c" "$dir/unused"
+  done
+  kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+  if [ "$DATABASE" = postgres ] && [ -z "${KEEP:-}" ]; then
+    psql -qAt "$server" -c "DROP DATABASE $name" >/dev/null
+  fi
+done
