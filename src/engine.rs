@@ -32,6 +32,7 @@ mod directory;
 pub mod fresh_link;
 mod idempotency;
 pub mod inbox;
+pub mod mail;
 pub mod outbox;
 mod peers;
 mod registry;
