@@ -5,6 +5,8 @@
 pub mod admin;
 pub mod api;
 pub mod form;
+#[cfg(feature = "ssr")]
+pub mod mail;
 pub mod pages;
 pub mod security;
 pub mod when;
