@@ -5,14 +5,16 @@
 //! view-only (and said so in the text) for anyone else.
 
 use crate::config::{Config, SmtpConfig, SmtpTls};
-use lettre::message::{header::ContentType, Mailbox};
+use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use std::sync::Arc;
 use std::time::Duration;
 use tollgate::engine::outbox::OutboxItem;
 use tollgate::token::Intent;
+use tollgate::wire::when;
 use tollgate::{Engine, EngineError};
+use tollgate_app::mail::{Link, Mail};
 
 pub fn transport(smtp: &SmtpConfig) -> anyhow::Result<AsyncSmtpTransport<Tokio1Executor>> {
     let builder = match smtp.tls {
@@ -93,19 +95,28 @@ async fn deliver(
         Err(e) => return tracing::error!(error = %e, "directory read failed"),
     };
     if item.reason == "escalation" {
-        let body = format!(
-            "Hello {name},\n\nThe approval \"{node}\" in run {run} reached its deadline without a decision.\n\
-             It was rejected, as every timeout is; nothing more can be decided on it.\n",
-            name = recipient.name,
-            node = item.node_id,
-            run = item.run_id,
-        );
+        let mail = Mail {
+            recipient: recipient.name.clone(),
+            intro: format!(
+                "The approval \"{node}\" in run {run} reached its deadline without a decision.",
+                node = item.node_id,
+                run = item.run_id,
+            ),
+            title: format!("Approval \"{}\" timed out", item.node_id),
+            workflow: tollgate::ids::tenant_of(&item.run_id).to_string(),
+            request: None,
+            deadline: None,
+            others: Vec::new(),
+            approvals_needed: None,
+            link: None,
+            note: "It was rejected, as every timeout is; nothing more can be decided on it.".into(),
+        };
         let subject = format!("Escalation: approval \"{}\" timed out", item.node_id);
-        return send(engine, config, smtp, &item, &recipient, subject, body).await;
+        return send(engine, config, smtp, &item, &recipient, subject, &mail).await;
     }
     // The link is minted at delivery time so it never outlives the
     // interrupt; the engine decides what it may do for this recipient.
-    let (token, expires, intent) = match engine.mail_link_for(&item.interrupt_id, &recipient).await {
+    let (token, _expires, intent) = match engine.mail_link_for(&item.interrupt_id, &recipient).await {
         Ok(t) => t,
         Err(EngineError::NotFound(_)) => {
             let _ = engine
@@ -129,12 +140,29 @@ async fn deliver(
         .unwrap_or_default()
         .trim_end_matches('/');
     let link = format!("{base}/t/{token}");
-    let view = engine.inspect_by_token(&token).await.ok().map(|(v, _)| v);
-    let title = view
-        .as_ref()
-        .map(|v| v.title.clone())
-        .unwrap_or_else(|| "A decision is waiting".into());
+    let (view, still) = match (
+        engine.inspect_by_token(&token).await,
+        engine.still_open_for(&item.interrupt_id, &recipient.id).await,
+    ) {
+        (Ok((view, _)), Ok(still)) => (view, still),
+        // Decided between the mint and now: nothing left to ask.
+        (
+            Err(EngineError::NotFound(_) | EngineError::AlreadyResolved(_) | EngineError::RunTerminal(_)),
+            _,
+        )
+        | (_, Err(EngineError::NotFound(_))) => {
+            let _ = engine
+                .outbox_drop(item.id, "the interrupt is no longer open".into())
+                .await;
+            return;
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            let _ = engine.outbox_failed(item.id, e.to_string()).await;
+            return;
+        }
+    };
     let decides = intent == Intent::Resolve;
+    let title = view.title.clone();
     let subject = match (item.reason.as_str(), decides) {
         ("reminder", _) => format!("Reminder: {title}"),
         (_, true) => format!("Decision needed: {title}"),
@@ -162,14 +190,34 @@ async fn deliver(
             "This link is view-only: it shows the request, but you may not decide it.",
         ),
     };
-    let body = format!(
-        "Hello {name},\n\n{intro}\n\n  {title}\n  workflow: {workflow}\n\n{open}\n{link}\n\n\
-         The link is yours alone and works until {expires}. {what}\n",
-        name = recipient.name,
-        workflow = view.as_ref().map(|v| v.workflow_id.as_str()).unwrap_or("?"),
-        expires = tollgate::clock::rfc3339(expires),
-    );
-    send(engine, config, smtp, &item, &recipient, subject, body).await
+    let deadline = view
+        .deadline
+        .as_deref()
+        .and_then(when::parse_rfc3339)
+        .map(|at| when::describe(at, engine.now(), &jiff::tz::TimeZone::UTC));
+    let has_request = view.request.as_object().is_some_and(|m| !m.is_empty());
+    let mail = Mail {
+        recipient: recipient.name.clone(),
+        intro: intro.into(),
+        title,
+        workflow: view.workflow_id.clone(),
+        request: has_request.then(|| (view.request.clone(), view.request_schema.clone())),
+        deadline,
+        others: still.others,
+        approvals_needed: still.approvals_needed,
+        link: Some(Link {
+            url: link,
+            label: if decides {
+                "Open and decide"
+            } else {
+                "View the request"
+            }
+            .into(),
+            open: open.into(),
+        }),
+        note: format!("The link is yours alone. {what}"),
+    };
+    send(engine, config, smtp, &item, &recipient, subject, &mail).await
 }
 
 async fn send(
@@ -179,9 +227,11 @@ async fn send(
     item: &OutboxItem,
     recipient: &tollgate::Principal,
     subject: String,
-    body: String,
+    mail: &Mail,
 ) {
-    let rendered = format!("To: {}\nSubject: {subject}\n\n{body}", item.address);
+    let text = mail.text();
+    // The outbox keeps the text part (with its link redacted).
+    let rendered = format!("To: {}\nSubject: {subject}\n\n{text}", item.address);
     let Some(smtp) = smtp else {
         if let Err(e) = engine.outbox_delivered(item.id, "dev-outbox", rendered).await {
             tracing::error!(error = %e, "recording delivery failed");
@@ -194,8 +244,7 @@ async fn send(
             .from(from.parse::<Mailbox>()?)
             .to(Mailbox::new(Some(recipient.name.clone()), item.address.parse()?))
             .subject(subject)
-            .header(ContentType::TEXT_PLAIN)
-            .body(body)?)
+            .multipart(MultiPart::alternative_plain_html(text, mail.html()))?)
     })();
     let result = match message {
         Ok(m) => smtp.send(m).await.map(|_| ()).map_err(|e| e.to_string()),
