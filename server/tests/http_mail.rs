@@ -1,24 +1,74 @@
-//! Email: a real SMTP server on 127.0.0.1 receives the message raised with an
-//! interrupt, and its link decides the interrupt.
+//! Email: a real SMTP server (aiosmtpd) on 127.0.0.1 receives the message
+//! raised with an interrupt; it is parsed as a mail client would, and its
+//! link opens the token page and decides the interrupt.
 
 mod common;
 
-use common::smtp::smtp_server;
+use common::smtp::{Received, Smtp};
 use common::*;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-/// Undoes quoted-printable soft line breaks and `=3D`.
-fn unfold(message: &str) -> String {
-    message.replace("=\n", "").replace("=3D", "=")
+/// The people and settings every mail test adds to the base configuration.
+fn mail_config(dir: &TestDir, smtp: &Smtp, people: &str) {
+    let mut config = std::fs::read_to_string(dir.config_path()).unwrap();
+    config.push_str(people);
+    config.push_str(
+        r#"
+[[token_keys]]
+kid = "mail-test"
+secret = "0123456789abcdef0123456789abcdef-secret"
+
+[notifications]
+poll_interval_ms = 50
+"#,
+    );
+    config.push_str(&smtp.toml());
+    std::fs::write(dir.config_path(), config).unwrap();
+}
+
+/// The link (to the token page) of a mail's text part.
+fn link_of(mail: &Received) -> String {
+    let start = mail
+        .text
+        .find("http://tollgate.test/t/")
+        .expect("a link to the token page");
+    mail.text[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect()
+}
+
+/// The token of a mail's link.
+fn token_of(mail: &Received) -> String {
+    link_of(mail).rsplit('/').next().unwrap().to_string()
+}
+
+/// A mail is `multipart/alternative` (text, then HTML) and both parts carry the link.
+fn assert_alternative(mail: &Received) {
+    assert_eq!(mail.mimetype, "multipart/alternative", "{}", mail.raw);
+    assert_eq!(mail.parts, ["text/plain", "text/html"], "{}", mail.raw);
+    let link = link_of(mail);
+    assert!(
+        mail.html.contains(&format!(r#"href="{link}""#)),
+        "the button carries the text part's link {link}:\n{}",
+        mail.html
+    );
+    assert!(!mail.html.contains("<script"), "{}", mail.html);
+    assert!(
+        !mail.html.contains(" src="),
+        "no external resources: {}",
+        mail.html
+    );
 }
 
 #[tokio::test]
-async fn a_raised_interrupt_mails_each_eligible_person_their_own_link() {
-    let (port, mut inbox) = smtp_server().await;
+async fn a_raised_interrupt_mails_each_eligible_person_what_is_asked_with_their_own_link() {
+    let mut smtp = Smtp::start().await;
     let dir = TestDir::new();
-    let mut config = std::fs::read_to_string(dir.config_path()).unwrap();
-    config.push_str(&format!(
+    mail_config(
+        &dir,
+        &smtp,
         r#"
 [[principals]]
 id = "mia"
@@ -27,92 +77,120 @@ email = "mia@example.com"
 groups = ["reviewers"]
 
 [[principals]]
+id = "zoe"
+name = "Zoë Zed"
+email = "zoe@example.com"
+groups = ["reviewers"]
+
+[[principals]]
 id = "noah"
 email = "noah@example.com"
 groups = ["elsewhere"]
-
-[[token_keys]]
-kid = "mail-test"
-secret = "0123456789abcdef0123456789abcdef-secret"
-
-[smtp]
-host = "127.0.0.1"
-port = {port}
-tls = "none"
-from = "Tollgate <tollgate@example.com>"
-
-[notifications]
-poll_interval_ms = 50
-"#
-    ));
-    std::fs::write(dir.config_path(), config).unwrap();
+"#,
+    );
     let server = Server::start(&dir).await;
     server
-        .register(json!({"id": "mailed", "nodes": [gate("gate", json!({"title": "Approve the mailing", "actions": ["accept", "reject"], "approverGroupRefs": ["reviewers"]}))]}))
+        .register(
+            json!({"id": "mailed", "variables": [{"name": "vendor"}, {"name": "amount"}], "nodes": [{
+            "id": "gate", "typeId": "core.approvalGate",
+            "inputs": {"vendor": {"type": "variable", "variableName": "vendor"},
+                       "amount": {"type": "variable", "variableName": "amount"}},
+            "config": {"title": "Pay <script>alert(1)</script> & sons", "actions": ["accept", "reject"],
+                "approverGroupRefs": ["reviewers"], "requiredApprovals": 2, "timeoutMs": 7_200_000,
+                "requestSchema": {"type": "object", "properties": {
+                    "vendor": {"type": "string", "title": "Vendor"},
+                    "amount": {"type": "number", "title": "Amount"}}}}}]}),
+        )
         .await;
-    let run = server.create("mailed").await;
+    let run = server
+        .create_as(
+            OWNER,
+            json!({"workflowId": "mailed", "inputs": {"vendor": "<b>Acme</b> & Co", "amount": 12.5}}),
+        )
+        .await;
 
-    let message = tokio::time::timeout(Duration::from_secs(20), inbox.recv())
-        .await
-        .expect("mail arrives")
-        .unwrap();
-    let message = unfold(&message);
-    assert!(
-        message.contains("To: \"Mia Mail\" <mia@example.com>") || message.contains("mia@example.com"),
-        "{message}"
+    let mut mails = [smtp.expect().await, smtp.expect().await];
+    mails.sort_by(|a, b| a.to.cmp(&b.to));
+    let (mia, zoe) = (&mails[0], &mails[1]);
+    assert_eq!(mia.to, "\"Mia Mail\" <mia@example.com>");
+    // The name is encoded on the wire and decoded by the client.
+    assert_eq!(zoe.to, "Zoë Zed <zoe@example.com>");
+    assert_eq!(
+        mia.subject,
+        "Decision needed: Pay <script>alert(1)</script> & sons"
     );
+    for mail in [mia, zoe] {
+        assert_alternative(mail);
+        let html = &mail.html;
+        for needle in [
+            "Pay &lt;script&gt;alert(1)&lt;/script&gt; &amp; sons",
+            // The request, drawn by the console's renderer with the schema's titles.
+            ">Vendor<",
+            "&lt;b&gt;Acme&lt;/b&gt; &amp; Co",
+            ">Amount<",
+            "12.5",
+            "mailed",
+            "Still needed: 2 approvals.",
+            // The deadline in words, in UTC.
+            "in 1 hour — ",
+            " UTC<",
+        ] {
+            assert!(html.contains(needle), "missing {needle} in\n{html}");
+        }
+        let text = &mail.text;
+        assert!(text.contains("Pay <script>alert(1)</script> & sons"), "{text}");
+        assert!(text.contains("\"vendor\": \"<b>Acme</b> & Co\""), "{text}");
+        assert!(text.contains("workflow: mailed"), "{text}");
+        assert!(text.contains("deadline: in 1 hour — "), "{text}");
+        assert!(!text.contains("view-only"), "{text}");
+    }
+    // Each is told of the other, who may still decide.
+    assert!(mia.html.contains("Who else may decide: Zoë Zed."), "{}", mia.html);
     assert!(
-        message.contains("Subject: Decision needed: Approve the mailing"),
-        "{message}"
+        zoe.text.contains("Who else may decide: Mia Mail."),
+        "{}",
+        zoe.text
     );
-    let start = message.find("/t/").expect("a link to the token page") + 3;
-    let token: String = message[start..]
-        .chars()
-        .take_while(|c| !c.is_whitespace())
-        .collect();
+    let token = token_of(mia);
     assert!(token.starts_with("ow2.hs256.mail-test."), "{token}");
+    assert_ne!(token, token_of(zoe), "each their own link");
 
-    // API clients get a link for themselves from the inspect extension.
-    let inspected = server.interrupt(&run, "gate").await;
-    assert!(
-        inspected["token"]
-            .as_str()
-            .unwrap()
-            .starts_with("ow2.hs256.mail-test."),
-        "{inspected}"
-    );
-    assert!(inspected["expiresAt"].is_string());
-
-    // Opening the link changes nothing; the token inspects and then decides as Mia.
-    let seen = server.get(&format!("/interrupts/{token}"), "").await;
-    seen.expect(200, None);
+    // The link works: the token page answers 200 and shows the request.
+    let page = server
+        .client
+        .get(server.url(&format!("/t/{token}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(page.contains("&lt;b&gt;Acme&lt;/b&gt; &amp; Co"), "{page}");
+    // Opening it changed nothing; the token decides as Mia.
     assert_eq!(server.snapshot(&run).await["status"], "waiting-approval");
-    let decided = server
+    server
         .post(
             &format!("/interrupts/{token}"),
             "",
             &json!({"resumeValue": {"action": "accept"}}),
         )
-        .await;
-    decided.expect(200, None);
-    let snapshot: Value = server.snapshot(&run).await;
-    assert_eq!(snapshot["status"], "completed");
+        .await
+        .expect(200, None);
     let votes = server.interrupt(&run, "gate").await;
     assert_eq!(votes["votes"][0]["principal"], "mia");
+    // Zoë's link decides the rest.
+    server
+        .post(
+            &format!("/interrupts/{}", token_of(zoe)),
+            "",
+            &json!({"resumeValue": {"action": "accept"}}),
+        )
+        .await
+        .expect(200, None);
+    let snapshot: Value = server.snapshot(&run).await;
+    assert_eq!(snapshot["status"], "completed");
 
     // Noah is not eligible: no mail for him.
-    assert!(tokio::time::timeout(Duration::from_millis(500), inbox.recv())
-        .await
-        .is_err());
-}
-
-/// The token in a mail's link to the token page.
-fn link_token(message: &str) -> String {
-    let start = message.find("/t/").expect("a link to the token page") + 3;
-    message[start..]
-        .chars()
-        .take_while(|c| !c.is_whitespace())
-        .collect()
+    assert!(smtp.next(Duration::from_millis(500)).await.is_none());
 }
 
 /// `audience` is a notification hint only: a person it names who may not
@@ -120,10 +198,11 @@ fn link_token(message: &str) -> String {
 /// eligible person's link decides.
 #[tokio::test]
 async fn an_audience_only_person_gets_a_view_only_link() {
-    let (port, mut inbox) = smtp_server().await;
+    let mut smtp = Smtp::start().await;
     let dir = TestDir::new();
-    let mut config = std::fs::read_to_string(dir.config_path()).unwrap();
-    config.push_str(&format!(
+    mail_config(
+        &dir,
+        &smtp,
         r#"
 [[principals]]
 id = "mia"
@@ -136,22 +215,8 @@ id = "noah"
 name = "Noah Notified"
 email = "noah@example.com"
 groups = ["elsewhere"]
-
-[[token_keys]]
-kid = "mail-test"
-secret = "0123456789abcdef0123456789abcdef-secret"
-
-[smtp]
-host = "127.0.0.1"
-port = {port}
-tls = "none"
-from = "Tollgate <tollgate@example.com>"
-
-[notifications]
-poll_interval_ms = 50
-"#
-    ));
-    std::fs::write(dir.config_path(), config).unwrap();
+"#,
+    );
     let server = Server::start(&dir).await;
     server
         .register(json!({"id": "told", "nodes": [gate("gate", json!({"title": "Approve the budget", "actions": ["accept", "reject"],
@@ -159,36 +224,29 @@ poll_interval_ms = 50
         .await;
     let run = server.create("told").await;
 
-    let mut mia = None;
-    let mut noah = None;
-    while mia.is_none() || noah.is_none() {
-        let message = tokio::time::timeout(Duration::from_secs(20), inbox.recv())
-            .await
-            .expect("both mails arrive")
-            .unwrap();
-        let message = unfold(&message);
-        if message.contains("noah@example.com") {
-            noah = Some(message);
-        } else if message.contains("mia@example.com") {
-            mia = Some(message);
-        } else {
-            panic!("mail for nobody told: {message}");
-        }
-    }
-    let (mia, noah) = (mia.unwrap(), noah.unwrap());
+    let mut mails = [smtp.expect().await, smtp.expect().await];
+    mails.sort_by(|a, b| a.to.cmp(&b.to));
+    let (mia, noah) = (&mails[0], &mails[1]);
+    assert_eq!(mia.to, "\"Mia Mail\" <mia@example.com>");
+    assert_eq!(noah.to, "\"Noah Notified\" <noah@example.com>");
+    assert_alternative(mia);
+    assert_alternative(noah);
+    assert_eq!(mia.subject, "Decision needed: Approve the budget");
+    assert!(!mia.text.contains("view-only"), "{}", mia.text);
+    assert!(mia.html.contains(">Open and decide<"), "{}", mia.html);
+    // Noah may not decide: Mia is the one who still may, and he is told so.
+    assert_eq!(noah.subject, "For your information: Approve the budget");
+    assert!(noah.text.contains("This link is view-only"), "{}", noah.text);
+    assert!(noah.html.contains("This link is view-only"), "{}", noah.html);
+    assert!(noah.html.contains(">View the request<"), "{}", noah.html);
     assert!(
-        mia.contains("Subject: Decision needed: Approve the budget"),
-        "{mia}"
+        noah.text.contains("Who else may decide: Mia Mail."),
+        "{}",
+        noah.text
     );
-    assert!(!mia.contains("view-only"), "{mia}");
-    assert!(
-        noah.contains("Subject: For your information: Approve the budget"),
-        "{noah}"
-    );
-    assert!(noah.contains("This link is view-only"), "{noah}");
 
     // Noah's link shows the interrupt, and says it may only inspect…
-    let noah_token = link_token(&noah);
+    let noah_token = token_of(noah);
     let seen = server
         .call(
             reqwest::Method::GET,
@@ -201,7 +259,7 @@ poll_interval_ms = 50
     seen.expect(200, None);
     assert_eq!(seen.header("x-tollgate-intent"), Some("inspect"), "{}", seen.body);
     // …but cannot decide.
-    let refused = server
+    server
         .call(
             reqwest::Method::POST,
             &format!("/interrupts/{noah_token}"),
@@ -209,12 +267,12 @@ poll_interval_ms = 50
             Some(&json!({"resumeValue": {"action": "accept"}})),
             &[],
         )
-        .await;
-    refused.expect(403, Some("forbidden"));
+        .await
+        .expect(403, Some("forbidden"));
     assert_eq!(server.snapshot(&run).await["status"], "waiting-approval");
 
     // Mia's decides.
-    let mia_token = link_token(&mia);
+    let mia_token = token_of(mia);
     let seen = server
         .call(
             reqwest::Method::GET,
