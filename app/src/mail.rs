@@ -15,7 +15,8 @@ pub struct Mail {
     /// The first sentence ("A workflow is waiting for your decision:").
     pub intro: String,
     pub title: String,
-    pub workflow: String,
+    /// The workflow's id (an escalation names its run in `intro` instead).
+    pub workflow: Option<String>,
     /// The request and its `requestSchema`, when there is one to show.
     pub request: Option<(Value, Value)>,
     /// The deadline in words ("in 2 days — Sat 5 Dec, 13:00 UTC").
@@ -62,9 +63,12 @@ impl Mail {
     /// The plain-text part.
     pub fn text(&self) -> String {
         let mut out = format!(
-            "Hello {},\n\n{}\n\n  {}\n  workflow: {}\n",
-            self.recipient, self.intro, self.title, self.workflow
+            "Hello {},\n\n{}\n\n  {}\n",
+            self.recipient, self.intro, self.title
         );
+        if let Some(w) = &self.workflow {
+            out.push_str(&format!("  workflow: {w}\n"));
+        }
         if let Some(d) = &self.deadline {
             out.push_str(&format!("  deadline: {d}\n"));
         }
@@ -89,6 +93,10 @@ impl Mail {
 
     /// The HTML part: a whole document.
     pub fn html(&self) -> String {
+        let workflow = self
+            .workflow
+            .clone()
+            .map(|w| view! { <p style=MUTED>"Workflow: "{w}</p> });
         let deadline = self.deadline.clone().map(|d| {
             view! { <p style=MUTED>"Deadline: "<span id="deadline">{d}</span></p> }
         });
@@ -116,7 +124,7 @@ impl Mail {
                     <p>"Hello "{self.recipient.clone()}","</p>
                     <p>{self.intro.clone()}</p>
                     <h1 style="font-size:20px;margin:16px 0 4px">{self.title.clone()}</h1>
-                    <p style=MUTED>"Workflow: "{self.workflow.clone()}</p>
+                    {workflow}
                     {deadline}
                     {standing}
                     {request}
@@ -139,7 +147,7 @@ mod tests {
             recipient: "Mia & <Co>".into(),
             intro: "A workflow is waiting for your decision:".into(),
             title: "Pay <script>alert(1)</script> & co".into(),
-            workflow: "pay".into(),
+            workflow: Some("pay".into()),
             request: Some((
                 json!({"vendor": "<script>x</script> & sons", "amount": 12}),
                 json!({"type": "object", "properties": {"vendor": {"type": "string", "title": "Vendor"}, "amount": {"type": "number"}}}),
@@ -197,11 +205,13 @@ mod tests {
             others: vec![],
             approvals_needed: None,
             deadline: None,
+            workflow: None,
             ..mail()
         };
         let text = without.text();
         assert!(!text.contains("http"), "{text}");
         assert!(!text.contains("Still needed"), "{text}");
+        assert!(!text.contains("workflow:"), "{text}");
         assert!(!without.html().contains("<a "));
     }
 }

@@ -1,8 +1,9 @@
 //! Delivers the engine's outbox: email over SMTP (lettre), or into the dev
-//! outbox when no `[smtp]` is configured. Each message carries the
+//! outbox (its text part) when no `[smtp]` is configured. Each message is
+//! `multipart/alternative` (`tollgate_app::mail`) and carries the
 //! recipient's own link to the console's token page, minted at delivery by
 //! `Engine::mail_link_for`: resolve-capable for someone who may decide,
-//! view-only (and said so in the text) for anyone else.
+//! view-only (and said so) for anyone else.
 
 use crate::config::{Config, SmtpConfig, SmtpTls};
 use lettre::message::{Mailbox, MultiPart};
@@ -103,7 +104,7 @@ async fn deliver(
                 run = item.run_id,
             ),
             title: format!("Approval \"{}\" timed out", item.node_id),
-            workflow: tollgate::ids::tenant_of(&item.run_id).to_string(),
+            workflow: None,
             request: None,
             deadline: None,
             others: Vec::new(),
@@ -200,7 +201,7 @@ async fn deliver(
         recipient: recipient.name.clone(),
         intro: intro.into(),
         title,
-        workflow: view.workflow_id.clone(),
+        workflow: Some(view.workflow_id.clone()),
         request: has_request.then(|| (view.request.clone(), view.request_schema.clone())),
         deadline,
         others: still.others,
