@@ -1,7 +1,8 @@
 // Shared helpers for browser tests: a real Tollgate server on 127.0.0.1 with
 // its own database, and Debian's Chromium driven by playwright-core.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -11,13 +12,28 @@ const BIN = process.env.TOLLGATE_BIN ?? join(ROOT, 'target/debug/tollgate');
 
 export const ADMIN_KEY = 'e2e-admin-key-0123456789';
 
-/** Starts a server with a fresh database; resolves to { url, stop }. */
-export async function startServer(extraToml = '', { workflowDirs = [] } = {}) {
+/** A port free on 127.0.0.1 a moment ago. */
+export function freePort() {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once('error', fail);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => ok(port)); });
+  });
+}
+
+/**
+ * Starts a server with a fresh database; resolves to { url, stop }.
+ * `publicUrl`: bind a known port and say it as `public_url`, so mailed links
+ * are absolute and open in a browser.
+ */
+export async function startServer(extraToml = '', { workflowDirs = [], publicUrl = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-e2e-'));
   const config = join(dir, 'tollgate.toml');
+  const bind = publicUrl ? `127.0.0.1:${await freePort()}` : '127.0.0.1:0';
   writeFileSync(config, `
 [server]
-bind = "127.0.0.1:0"
+bind = "${bind}"
+${publicUrl ? `public_url = "http://${bind}"` : ''}
 site_root = "${join(ROOT, 'target/site')}"
 timer_interval_ms = 50
 
@@ -59,6 +75,48 @@ ${extraToml}
     url,
     log: () => log,
     stop: () => new Promise((ok) => { child.once('exit', ok); child.kill('SIGTERM'); }),
+  };
+}
+
+/**
+ * A real SMTP server: Debian's aiosmtpd (`/usr/bin/python3`, the interpreter
+ * python3-aiosmtpd is installed for) storing each message in a Maildir.
+ * Resolves to { toml (the [smtp] section), next(ms) (the next message's
+ * raw bytes), stop }.
+ */
+export async function startSmtp() {
+  const dir = join(mkdtempSync(join(tmpdir(), 'tollgate-smtp-')), 'mail');
+  const port = await freePort();
+  const child = spawn('/usr/bin/python3', ['-m', 'aiosmtpd', '-n', '-l', `127.0.0.1:${port}`, '-c', 'aiosmtpd.handlers.Mailbox', dir],
+    { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr.on('data', (d) => { log += d; });
+  const accepts = () => new Promise((ok) => {
+    const c = connect(port, '127.0.0.1', () => { c.destroy(); ok(true); });
+    c.on('error', () => ok(false));
+  });
+  for (let i = 0; !(await accepts()); i++) {
+    if (i > 200 || child.exitCode !== null) throw new Error(`aiosmtpd did not start:\n${log}`);
+    await new Promise((ok) => setTimeout(ok, 50));
+  }
+  const seen = new Set();
+  return {
+    toml: `\n[smtp]\nhost = "127.0.0.1"\nport = ${port}\ntls = "none"\nfrom = "Tollgate <tollgate@example.com>"\n`,
+    async next(ms = 20000) {
+      for (const end = Date.now() + ms; Date.now() < end;) {
+        let names = [];
+        try { names = readdirSync(join(dir, 'new')).sort(); } catch { /* not created yet */ }
+        const name = names.find((n) => !seen.has(n));
+        if (name) { seen.add(name); return readFileSync(join(dir, 'new', name)); }
+        await new Promise((ok) => setTimeout(ok, 50));
+      }
+      throw new Error(`no mail within ${ms} ms:\n${log}`);
+    },
+    stop: () => new Promise((ok) => {
+      if (child.exitCode !== null) return ok();
+      child.once('exit', ok);
+      child.kill('SIGTERM');
+    }),
   };
 }
 
