@@ -133,7 +133,9 @@ impl Mail {
                 </body>
             </html>
         };
-        format!("<!DOCTYPE html>\n{}", body.to_html())
+        // Leptos marks text boundaries with empty comments for hydration; a
+        // mail is never hydrated. Text is escaped, so no value contains one.
+        format!("<!DOCTYPE html>\n{}", body.to_html().replace("<!>", ""))
     }
 }
 
@@ -182,6 +184,7 @@ mod tests {
         }
         assert_eq!(html.matches("<a ").count(), 1, "{html}");
         assert!(!html.contains("src="), "no external resources: {html}");
+        assert!(!html.contains("<!>"), "{html}");
     }
 
     #[test]
