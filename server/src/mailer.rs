@@ -117,7 +117,7 @@ async fn deliver(
     }
     // The link is minted at delivery time so it never outlives the
     // interrupt; the engine decides what it may do for this recipient.
-    let (token, _expires, intent) = match engine.mail_link_for(&item.interrupt_id, &recipient).await {
+    let (token, expires, intent) = match engine.mail_link_for(&item.interrupt_id, &recipient).await {
         Ok(t) => t,
         Err(EngineError::NotFound(_)) => {
             let _ = engine
@@ -191,11 +191,9 @@ async fn deliver(
             "This link is view-only: it shows the request, but you may not decide it.",
         ),
     };
-    let deadline = view
-        .deadline
-        .as_deref()
-        .and_then(when::parse_rfc3339)
-        .map(|at| when::describe(at, engine.now(), &jiff::tz::TimeZone::UTC));
+    // Said in UTC, naming the zone: the server does not know the reader's.
+    let say = |at| when::describe(at, engine.now(), &jiff::tz::TimeZone::UTC);
+    let deadline = view.deadline.as_deref().and_then(when::parse_rfc3339).map(say);
     let has_request = view.request.as_object().is_some_and(|m| !m.is_empty());
     let mail = Mail {
         recipient: recipient.name.clone(),
@@ -216,7 +214,7 @@ async fn deliver(
             .into(),
             open: open.into(),
         }),
-        note: format!("The link is yours alone. {what}"),
+        note: format!("The link is yours alone; it expires {}. {what}", say(expires)),
     };
     send(engine, config, smtp, &item, &recipient, subject, &mail).await
 }

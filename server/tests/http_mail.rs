@@ -142,6 +142,7 @@ groups = ["elsewhere"]
         assert!(text.contains("\"vendor\": \"<b>Acme</b> & Co\""), "{text}");
         assert!(text.contains("workflow: mailed"), "{text}");
         assert!(text.contains("deadline: in 1 hour — "), "{text}");
+        assert!(text.contains("The link is yours alone; it expires in "), "{text}");
         assert!(!text.contains("view-only"), "{text}");
     }
     // Each is told of the other, who may still decide.
