@@ -276,7 +276,7 @@ async fn due_filters_by_deadline_window() {
     assert_eq!(runs(InboxDue::Never).await, [never.to_string()]);
     let all = e.pending_for(&ann, &InboxFilter::default()).await.unwrap();
     assert_eq!(all.total, 5);
-    assert!(all.items.iter().any(|i| i.run_id == month.to_string()));
+    assert!(all.items.iter().any(|i| i.run_id == month.as_str()));
 
     assert_eq!(
         InboxDue::parse_param(Some("overdue")).unwrap(),
