@@ -29,7 +29,9 @@ pub struct InboxQuery {
     /// `overdue`, `day`, `week` or `never`.
     pub due: Option<String>,
     pub sort: Option<String>,
-    pub page: Option<usize>,
+    /// 1-based. Not optional: the server function's form body must never be
+    /// empty, or the call fails with "missing field `query`".
+    pub page: usize,
 }
 
 /// One inbox row: the engine's item and where it links to.
@@ -314,7 +316,7 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
         due: InboxDue::parse_param(query.due.as_deref()).map_err(refused)?,
         search: query.q,
         sort: InboxSort::parse(query.sort.as_deref().unwrap_or("")),
-        page: query.page.unwrap_or(1),
+        page: query.page,
     };
     let page = engine
         .pending_for(&actor.principal, &filter)

@@ -97,7 +97,7 @@ fn query_from(map: &leptos_router::params::ParamsMap) -> InboxQuery {
             .filter(|s| !s.is_empty())
             .or_else(|| overdue.then(|| "overdue".to_string())),
         sort: map.get("sort").filter(|s| !s.is_empty()),
-        page: map.get("page").and_then(|p| p.parse().ok()),
+        page: map.get("page").and_then(|p| p.parse().ok()).unwrap_or(1),
     }
 }
 
