@@ -1,6 +1,7 @@
 //! The console's inbox query (`Engine::pending_for`) for a person with 10,000
 //! pending approvals (page size 50): first page newest first, a deep page,
-//! deadline order, and a filter that matches nothing. Also the live inbox's
+//! deadline order, a filter that matches nothing, and a search whose text
+//! every title holds and one none holds. Also the live inbox's
 //! per-change relevance check (`Engine::inbox_concerns`).
 //!
 //! The store also holds `INBOX_STORED_RUNS` (1,000,000) finished runs, each
@@ -157,6 +158,22 @@ fn inbox(c: &mut Criterion) {
             "filter_no_match",
             InboxFilter {
                 workflow_id: Some("inbox-legal".into()),
+                ..Default::default()
+            },
+        ),
+        // Every title matches: the count reads all of the person's rows.
+        (
+            "search_all_match",
+            InboxFilter {
+                search: Some("FINANCE".into()),
+                ..Default::default()
+            },
+        ),
+        // Nothing matches: the page walks all of them and finds none.
+        (
+            "search_no_match",
+            InboxFilter {
+                search: Some("no such text".into()),
                 ..Default::default()
             },
         ),

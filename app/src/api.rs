@@ -18,14 +18,20 @@ pub struct Me {
     pub is_admin: bool,
 }
 
-/// Query parameters of the inbox (`?kind=&workflow=&overdue=1&sort=&page=`).
+/// Query parameters of the inbox (`?q=&kind=&workflow=&due=&sort=&page=`;
+/// the older `overdue=1` reads as `due=overdue`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct InboxQuery {
+    /// Search text.
+    pub q: Option<String>,
     pub kind: Option<String>,
     pub workflow: Option<String>,
-    pub overdue: bool,
+    /// `overdue`, `day`, `week` or `never`.
+    pub due: Option<String>,
     pub sort: Option<String>,
-    pub page: Option<usize>,
+    /// 1-based. Not optional: the server function's form body must never be
+    /// empty, or the call fails with "missing field `query`".
+    pub page: usize,
 }
 
 /// One inbox row: the engine's item and where it links to.
@@ -47,6 +53,18 @@ pub struct InboxData {
     /// The engine's change count before the query: the live inbox stream
     /// (`/inbox/stream?since=`) starts with an event if anything changed since.
     pub changes: u64,
+    /// What "Approve / Reject selected" just did, shown once.
+    #[serde(default)]
+    pub bulk: Option<BulkOutcome>,
+}
+
+/// What "Approve / Reject selected" left for the inbox drawn next.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BulkOutcome {
+    /// One per pick, in order.
+    pub results: Vec<tollgate_wire::inbox::BulkResult>,
+    /// The whole call was refused (no pick, too many, an unknown action): why.
+    pub error: Option<String>,
 }
 
 /// What a post left behind: the person's input and the errors beside it.
@@ -140,6 +158,11 @@ mod server_side {
     /// Provided as context when a page is drawn again after a post.
     #[derive(Clone, Debug)]
     pub struct Posted(pub PostedForm);
+
+    /// Put into request extensions by the server: the outcome of a bulk
+    /// decision for the inbox drawn next.
+    #[derive(Clone, Debug)]
+    pub struct BulkDone(pub BulkOutcome);
 
     pub fn signed_in() -> Option<Principal> {
         use_context::<http::request::Parts>()
@@ -276,23 +299,31 @@ fn to_err(e: impl std::fmt::Display) -> ServerFnError {
 
 #[server]
 pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
-    use tollgate::engine::inbox::{InboxFilter, InboxSort};
+    use tollgate::engine::inbox::{InboxDue, InboxFilter, InboxSort};
     let engine = expect_context::<tollgate::Engine>();
     let actor = require_actor()?;
     // Before the query: a change committed after this is either in the
     // result or makes the live stream send an event on connect.
     let changes = engine.change_count();
+    // A refused filter (a search too long, an unknown `due`) answers with its status.
+    let refused = |e: tollgate::EngineError| {
+        set_page_status(e.http_status());
+        to_err(e)
+    };
     let filter = InboxFilter {
-        kind: tollgate::error::parse_param("kind", query.kind.as_deref()).map_err(to_err)?,
+        kind: tollgate::error::parse_param("kind", query.kind.as_deref()).map_err(refused)?,
         workflow_id: query.workflow.filter(|s| !s.is_empty()),
-        overdue: query.overdue,
+        due: InboxDue::parse_param(query.due.as_deref()).map_err(refused)?,
+        search: query.q,
         sort: InboxSort::parse(query.sort.as_deref().unwrap_or("")),
-        page: query.page.unwrap_or(1),
+        page: query.page,
     };
     let page = engine
         .pending_for(&actor.principal, &filter)
         .await
-        .map_err(to_err)?;
+        .map_err(refused)?;
+    let bulk = use_context::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<BulkDone>().map(|b| b.0.clone()));
     Ok(InboxData {
         me: me_of(&actor.principal),
         rows: page
@@ -313,6 +344,7 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
         workflows: page.workflows,
         kinds: page.kinds,
         changes,
+        bulk,
     })
 }
 

@@ -53,6 +53,8 @@ pub fn App() -> impl IntoView {
                 // forms post) without JavaScript.
                 <Routes fallback=|| view! { <pages::NotFound /> }>
                     <Route path=StaticSegment("") view=pages::Inbox ssr=SsrMode::Async />
+                    // A refused "Approve / Reject selected" is drawn at its own address.
+                    <Route path=(StaticSegment("inbox"), StaticSegment("decide")) view=pages::Inbox ssr=SsrMode::Async />
                     <Route path=StaticSegment("signin") view=pages::SignIn ssr=SsrMode::Async />
                     <Route
                         path=(StaticSegment("runs"), ParamSegment("run_id"), StaticSegment("interrupts"), ParamSegment("node_id"))

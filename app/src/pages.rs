@@ -84,38 +84,60 @@ pub(crate) fn error_box(message: String) -> AnyView {
 // ----- inbox ----------------------------------------------------------------------
 
 fn query_from(map: &leptos_router::params::ParamsMap) -> InboxQuery {
+    // Links made before `due` said `overdue=1`.
+    let overdue = map
+        .get("overdue")
+        .is_some_and(|v| v == "1" || v == "on" || v == "true");
     InboxQuery {
+        q: map.get("q").filter(|s| !s.trim().is_empty()),
         kind: map.get("kind").filter(|s| !s.is_empty()),
         workflow: map.get("workflow").filter(|s| !s.is_empty()),
-        overdue: map
-            .get("overdue")
-            .is_some_and(|v| v == "1" || v == "on" || v == "true"),
+        due: map
+            .get("due")
+            .filter(|s| !s.is_empty())
+            .or_else(|| overdue.then(|| "overdue".to_string())),
         sort: map.get("sort").filter(|s| !s.is_empty()),
-        page: map.get("page").and_then(|p| p.parse().ok()),
+        page: map.get("page").and_then(|p| p.parse().ok()).unwrap_or(1),
     }
 }
 
-fn inbox_href(q: &InboxQuery, page: usize) -> String {
+/// Percent-encodes a query value (search text may hold anything).
+fn encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The query string of an inbox address (without `?`; empty for the plain inbox).
+fn inbox_query(q: &InboxQuery, page: usize) -> String {
     let mut parts = Vec::new();
-    if let Some(k) = &q.kind {
-        parts.push(format!("kind={k}"));
-    }
-    if let Some(w) = &q.workflow {
-        parts.push(format!("workflow={w}"));
-    }
-    if q.overdue {
-        parts.push("overdue=1".into());
-    }
-    if let Some(s) = &q.sort {
-        parts.push(format!("sort={s}"));
+    for (name, value) in [
+        ("q", &q.q),
+        ("kind", &q.kind),
+        ("workflow", &q.workflow),
+        ("due", &q.due),
+        ("sort", &q.sort),
+    ] {
+        if let Some(v) = value {
+            parts.push(format!("{name}={}", encode(v)));
+        }
     }
     if page > 1 {
         parts.push(format!("page={page}"));
     }
-    if parts.is_empty() {
-        "/".into()
-    } else {
-        format!("/?{}", parts.join("&"))
+    parts.join("&")
+}
+
+fn inbox_href(q: &InboxQuery, page: usize) -> String {
+    match inbox_query(q, page) {
+        s if s.is_empty() => "/".into(),
+        s => format!("/?{s}"),
     }
 }
 
@@ -207,6 +229,14 @@ fn InboxView(
     let next = (data.page < data.pages).then(|| inbox_href(&query, data.page + 1));
     let rows = data.rows.clone();
     let empty = rows.is_empty();
+    let bulk = data.bulk.clone().unwrap_or_default();
+    let results = bulk.results.clone();
+    // Back to this same inbox (filters, page) after the post.
+    let decide_url = match inbox_query(&query, data.page) {
+        s if s.is_empty() => "/inbox/decide".to_string(),
+        s => format!("/inbox/decide?{s}"),
+    };
+    let any_approval = rows.iter().any(|r| r.item.kind == InterruptKind::Approval);
     view! {
         <Header me=Some(data.me.clone()) />
         <main class="mx-auto max-w-5xl px-6 py-8">
@@ -230,6 +260,10 @@ fn InboxView(
                 </a>
             </div>
             <form method="get" action="/" class="mt-6 flex flex-wrap items-end gap-4 rounded-lg border border-slate-200 bg-white p-4" aria-label="Filter the inbox">
+                <div>
+                    <label for="filter-q" class="block text-sm font-medium text-slate-800">"Search"</label>
+                    <input id="filter-q" type="search" name="q" maxlength="200" value=query.q.clone().unwrap_or_default() placeholder="Title or request data" class=SELECT />
+                </div>
                 <div>
                     <label for="filter-kind" class="block text-sm font-medium text-slate-800">"Kind"</label>
                     <select id="filter-kind" name="kind" class=SELECT>
@@ -258,21 +292,56 @@ fn InboxView(
                         <option value="deadline" selected=sort == "deadline">"Deadline first"</option>
                     </select>
                 </div>
-                <div class="flex items-center gap-2 pb-2">
-                    <input id="filter-overdue" type="checkbox" name="overdue" value="1" checked=query.overdue class="h-4 w-4 rounded border-slate-400 text-indigo-700 focus:ring-indigo-500" />
-                    <label for="filter-overdue" class="text-sm font-medium text-slate-800">"Overdue only"</label>
+                <div>
+                    <label for="filter-due" class="block text-sm font-medium text-slate-800">"Deadline"</label>
+                    <select id="filter-due" name="due" class=SELECT>
+                        {[("", "Any deadline"), ("overdue", "Overdue"), ("day", "Due within a day"), ("week", "Due within a week"), ("never", "No deadline")].into_iter().map(|(v, label)| {
+                            let selected = query.due.as_deref().unwrap_or("") == v;
+                            view! { <option value=v selected=selected>{label}</option> }
+                        }).collect_view()}
+                    </select>
                 </div>
                 <button type="submit" id="apply-filters" class=BUTTON>"Apply"</button>
             </form>
+            {bulk.error.clone().map(|e| view! { <p id="bulk-error" role="alert" class="mt-6 rounded-md border border-red-200 bg-red-50 p-4 text-red-800">{e}</p> })}
+            {(!results.is_empty()).then(|| {
+                let decided = results.iter().filter(|r| r.decided).count();
+                let refused = results.len() - decided;
+                view! {
+                    <section id="bulk-results" role="status" class="mt-6 rounded-lg border border-slate-200 bg-white p-4" aria-labelledby="bulk-heading">
+                        <h2 id="bulk-heading" class="text-base font-semibold">{format!("{decided} decided, {refused} refused")}</h2>
+                        <ul class="mt-2 space-y-1 text-sm">
+                            {results.iter().map(|r| {
+                                let (mark, class) = if r.decided { ("Decided", "font-semibold text-emerald-800") } else { ("Refused", "font-semibold text-red-800") };
+                                let what = r.title.clone().unwrap_or_else(|| r.pick.clone());
+                                view! {
+                                    <li data-pick=r.pick.clone() data-decided=if r.decided { "true" } else { "false" }>
+                                        <span class=class>{mark}</span>" · "<span class="font-medium">{what}</span>" — "{r.message.clone()}
+                                    </li>
+                                }
+                            }).collect_view()}
+                        </ul>
+                    </section>
+                }
+            })}
             {if empty {
                 view! { <p id="inbox-empty" class="mt-8 rounded-lg border border-dashed border-slate-300 p-8 text-center text-slate-600">"Nothing is waiting for you."</p> }.into_any()
             } else {
                 view! {
+                    <form method="post" action=decide_url id="bulk-form" aria-label="Decide selected approvals">
+                    {any_approval.then(|| view! {
+                        <div class="mt-6 flex flex-wrap items-center gap-3">
+                            <button type="submit" name="action" value="accept" id="bulk-accept" class=BUTTON>"Approve selected"</button>
+                            <button type="submit" name="action" value="reject" id="bulk-reject" class=BUTTON_DANGER>"Reject selected"</button>
+                            <p class="text-sm text-slate-600">"For approvals that need no answer; the others are refused and stay here."</p>
+                        </div>
+                    })}
                     <div class="mt-6 overflow-x-auto rounded-lg border border-slate-200 bg-white shadow-sm">
                         <table id="inbox" class="min-w-full divide-y divide-slate-200 text-sm">
                             <caption class="sr-only">"Interrupts waiting for your decision"</caption>
                             <thead class="bg-slate-50 text-left text-slate-700">
                                 <tr>
+                                    <th scope="col" class="px-4 py-3 font-semibold"><span class="sr-only">"Select"</span></th>
                                     <th scope="col" class="px-4 py-3 font-semibold">"Request"</th>
                                     <th scope="col" class="px-4 py-3 font-semibold">"Kind"</th>
                                     <th scope="col" class="px-4 py-3 font-semibold">"Workflow"</th>
@@ -282,10 +351,15 @@ fn InboxView(
                                 </tr>
                             </thead>
                             <tbody class="divide-y divide-slate-100">
-                                {rows.into_iter().map(|r| view! { <InboxRowView row=r /> }).collect_view()}
+                                {rows.into_iter().map(|r| {
+                                    let pick = pick_of(&r);
+                                    let refused = results.iter().find(|b| !b.decided && b.pick == pick).map(|b| b.message.clone());
+                                    view! { <InboxRowView row=r pick=pick refused=refused /> }
+                                }).collect_view()}
                             </tbody>
                         </table>
                     </div>
+                    </form>
                 }.into_any()
             }}
             <nav class="mt-4 flex items-center justify-between text-sm" aria-label="Pages">
@@ -299,9 +373,25 @@ fn InboxView(
     }
 }
 
+/// A row's checkbox value: its link's run and node (`tollgate_wire::inbox::pick_value`).
+fn pick_of(row: &InboxRow) -> String {
+    let run = row
+        .href
+        .strip_prefix("/runs/")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_default();
+    tollgate_wire::inbox::pick_value(run, &row.item.node_id)
+}
+
 #[component]
-fn InboxRowView(row: InboxRow) -> impl IntoView {
+fn InboxRowView(row: InboxRow, pick: String, refused: Option<String>) -> impl IntoView {
     let InboxRow { href, item: row } = row;
+    // Only approvals are decided together; other kinds need their own form.
+    let select = (row.kind == InterruptKind::Approval).then(|| {
+        let label = format!("Select “{}”", row.title);
+        view! { <input type="checkbox" name="pick" value=pick class="h-4 w-4 rounded border-slate-400 text-indigo-700 focus:ring-indigo-500" aria-label=label /> }
+    });
+    let refused = refused.map(|m| view! { <p class="mt-0.5 text-xs font-semibold text-red-800" data-refused="">{format!("Not decided: {m}")}</p> });
     let deadline = match &row.deadline {
         Some(d) => {
             let class = match row.deadline_state {
@@ -321,9 +411,11 @@ fn InboxRowView(row: InboxRow) -> impl IntoView {
     let mine = row.my_vote.map(|v| view! { <span class="ml-2 rounded bg-slate-100 px-1.5 py-0.5 text-xs text-slate-700">{format!("you: {v}")}</span> });
     view! {
         <tr class="hover:bg-slate-50" data-run=row.run_id.clone() data-node=row.node_id.clone()>
+            <td class="px-4 py-3">{select}</td>
             <td class="px-4 py-3">
                 <a href=href class=LINK>{row.title.clone()}</a>
                 {row.summary.clone().map(|s| view! { <p class="mt-0.5 text-xs text-slate-600" data-summary="">{s}</p> })}
+                {refused}
             </td>
             <td class="px-4 py-3 text-slate-700">{kind_label(row.kind)}</td>
             <td class="px-4 py-3 text-slate-700">{row.workflow_id.clone()}</td>

@@ -15,7 +15,7 @@ use serde_json::Value;
 use std::future::Future;
 use std::net::SocketAddr;
 use tollgate::{Actor, EngineError, InterruptView};
-use tollgate_app::api::{Posted, PostedForm, SignedIn};
+use tollgate_app::api::{BulkDone, BulkOutcome, Posted, PostedForm, SignedIn};
 use tollgate_app::form::{
     errors_for_form, field_tree, form_to_json, handle_row_action, pointer_to_path, resume_field_to_path,
 };
@@ -346,6 +346,60 @@ pub async fn fresh_link(State(state): State<AppState>, Path(token): Path<String>
         ..PostedForm::default()
     };
     redraw(&state, &parts, posted, status).await
+}
+
+/// The session key of a bulk decision's outcome, shown once by the inbox drawn next.
+pub const BULK_KEY: &str = "inbox_bulk";
+
+/// `POST /inbox/decide` ("Approve / Reject selected"): `action` and each
+/// checked `pick` go to `Engine::decide_many`. Its results are left in the
+/// session for the inbox (same filters and page) drawn after the redirect;
+/// a refused call (400 naming its field) draws the inbox again at once.
+pub async fn decide_many(State(state): State<AppState>, session: Session, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let Some(SignedIn(principal)) = parts.extensions.get::<SignedIn>().cloned() else {
+        return Redirect::to("/signin").into_response();
+    };
+    let fields = match read_form(body).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    let action = fields
+        .iter()
+        .find(|(k, _)| k == "action")
+        .map_or("", |(_, v)| v.as_str());
+    let picks: Vec<String> = fields
+        .iter()
+        .filter(|(k, _)| k == "pick")
+        .map(|(_, v)| v.clone())
+        .collect();
+    let back = match parts.uri.query() {
+        Some(q) if !q.is_empty() => format!("/?{q}"),
+        _ => "/".to_string(),
+    };
+    match state
+        .engine
+        .decide_many(&Actor::session(principal), action, &picks)
+        .await
+    {
+        Ok(results) => {
+            let outcome = BulkOutcome { results, error: None };
+            if let Err(e) = session.insert(BULK_KEY, &outcome).await {
+                tracing::warn!(error = %e, "could not keep the bulk decision's results");
+            }
+            Redirect::to(&back).into_response()
+        }
+        Err(e) => {
+            let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+            let outcome = BulkOutcome {
+                results: vec![],
+                error: Some(e.to_string()),
+            };
+            let mut parts = parts;
+            parts.extensions.insert(BulkDone(outcome));
+            redraw(&state, &parts, PostedForm::default(), status).await
+        }
+    }
 }
 
 async fn read_form(body: Body) -> Result<Vec<(String, String)>, Response> {

@@ -105,6 +105,11 @@ pub fn router(state: AppState) -> Router {
     let (interrupt_pages, pages): (Vec<_>, Vec<_>) = generate_route_list(tollgate_app::App)
         .into_iter()
         .partition(|r| r.path().starts_with("/runs/"));
+    // `/inbox/decide` is a form post (`console::decide_many`); its page is only drawn by it.
+    let pages: Vec<_> = pages
+        .into_iter()
+        .filter(|r| r.path() != "/inbox/decide")
+        .collect();
     let context = {
         let engine = state.engine.clone();
         move || provide_context(engine.clone())
@@ -125,6 +130,7 @@ pub fn router(state: AppState) -> Router {
         .route("/signin", axum::routing::post(console::sign_in))
         .route("/signout", axum::routing::post(console::sign_out))
         .route("/inbox/stream", axum::routing::get(live::inbox_stream))
+        .route("/inbox/decide", axum::routing::post(console::decide_many))
         .route("/t/{token}", axum::routing::post(console::decide_by_token))
         .route("/t/{token}/fresh", axum::routing::post(console::fresh_link))
         .merge(crate::dashboard::routes())

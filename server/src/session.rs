@@ -15,7 +15,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use std::str::FromStr;
 use std::time::Duration;
 use tollgate_app::admin::api::{Flash, FlashMessage};
-use tollgate_app::api::SignedIn;
+use tollgate_app::api::{BulkDone, BulkOutcome, SignedIn};
 use tower_sessions::cookie::SameSite;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, ExpiredDeletion, SessionStore};
@@ -151,6 +151,12 @@ pub async fn load_principal(
             req.extensions_mut().insert(FlashMessage(flash));
         }
     }
+    // A bulk decision's results are shown by the inbox drawn next, once.
+    if req.uri().path() == "/" && req.method() == Method::GET && is_browser(&req) {
+        if let Ok(Some(done)) = session.remove::<BulkOutcome>(crate::console::BULK_KEY).await {
+            req.extensions_mut().insert(BulkDone(done));
+        }
+    }
     next.run(req).await
 }
 
@@ -203,6 +209,7 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
             || path == "/signout"
             || path.starts_with("/t/")
             || path.starts_with("/api/")
+            || path == "/inbox/decide"
             || is_dashboard(&path)
             // The interrupt page shares its path with the REST resolve: only form posts are the console's.
             || (is_interrupt_page(&path) && is_form_post(&req)));

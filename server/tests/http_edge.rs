@@ -185,3 +185,30 @@ async fn console_posts_are_judged_by_sec_fetch_site_first() {
     assert_eq!(post(None, "http://evil.example").await, 403);
     assert_ne!(post(None, &server.base).await, 403);
 }
+
+/// "Approve / Reject selected" is a console post like the others: refused
+/// cross-site before anything else, sent to sign in when same-origin.
+#[tokio::test]
+async fn bulk_decisions_refuse_cross_site_posts() {
+    let (server, _dir) = Server::start_fresh().await;
+    // Redirects are answers here, not followed.
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let post = |site: Option<&'static str>, origin: &str| {
+        let mut req = client
+            .post(server.url("/inbox/decide"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("origin", origin)
+            .body("action=accept&pick=x%2Fgate");
+        if let Some(site) = site {
+            req = req.header("sec-fetch-site", site);
+        }
+        async move { req.send().await.expect("post").status().as_u16() }
+    };
+    assert_eq!(post(Some("cross-site"), &server.base).await, 403);
+    assert_eq!(post(None, "http://evil.example").await, 403);
+    // Same-origin without a session: to the sign-in page, not refused.
+    assert_eq!(post(Some("same-origin"), "null").await, 303);
+}

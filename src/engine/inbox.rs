@@ -7,7 +7,7 @@ use crate::approval::{agreeing_approvals, approved_data, ApprovalRules, Ballot};
 use crate::clock::{rfc3339, Millis};
 use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
-use crate::store::inbox::{Admitted, PageQuery};
+use crate::store::inbox::{contains_pattern, Admitted, Narrow, PageQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -41,19 +41,72 @@ impl InboxSort {
     }
 }
 
+/// The longest inbox search, in characters.
+pub const SEARCH_MAX_CHARS: usize = 200;
+
+const DAY_MS: Millis = 24 * 60 * 60 * 1000;
+
+/// The inbox's deadline filter (`?due=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InboxDue {
+    /// The deadline has passed.
+    Overdue,
+    /// Not yet passed, and within the next 24 hours.
+    Day,
+    /// Not yet passed, and within the next 7 days.
+    Week,
+    /// No deadline.
+    Never,
+}
+
+impl InboxDue {
+    pub const TEXTS: [&'static str; 4] = ["overdue", "day", "week", "never"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InboxDue::Overdue => "overdue",
+            InboxDue::Day => "day",
+            InboxDue::Week => "week",
+            InboxDue::Never => "never",
+        }
+    }
+
+    /// `?due=`: empty or absent is no filter, anything else one of [`InboxDue::TEXTS`] (else 400 naming `due`).
+    pub fn parse_param(value: Option<&str>) -> Result<Option<InboxDue>> {
+        Ok(match value.unwrap_or("") {
+            "" => None,
+            "overdue" => Some(InboxDue::Overdue),
+            "day" => Some(InboxDue::Day),
+            "week" => Some(InboxDue::Week),
+            "never" => Some(InboxDue::Never),
+            other => {
+                return Err(EngineError::validation(
+                    "due",
+                    format!("due: {other:?} is not one of {}", Self::TEXTS.join(", ")),
+                ))
+            }
+        })
+    }
+}
+
 /// Filters of the inbox (all optional).
 #[derive(Debug, Clone, Default)]
 pub struct InboxFilter {
     pub kind: Option<InterruptKind>,
     pub workflow_id: Option<String>,
-    /// Only interrupts whose deadline has passed.
-    pub overdue: bool,
+    pub due: Option<InboxDue>,
+    /// Text to find in the title or the request data (case-insensitive for
+    /// ASCII letters, at most [`SEARCH_MAX_CHARS`]; blank is no search).
+    pub search: Option<String>,
     pub sort: InboxSort,
     /// 1-based.
     pub page: usize,
 }
 
-pub use tollgate_wire::inbox::InboxItem;
+pub use tollgate_wire::inbox::{BulkResult, InboxItem};
+
+/// The most picks one "Approve / Reject selected" takes: one inbox page.
+pub const BULK_MAX_PICKS: usize = INBOX_PAGE_SIZE;
 
 /// A page of the inbox.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -126,6 +179,30 @@ pub(super) fn eligible_by(
     }
 }
 
+/// What a filter narrows the inbox to beyond its groups, checked.
+fn narrow_of(filter: &InboxFilter, now: Millis) -> Result<Narrow> {
+    let mut narrow = Narrow::default();
+    match filter.due {
+        None => {}
+        Some(InboxDue::Overdue) => narrow.deadline_by = Some(now),
+        Some(InboxDue::Day) => (narrow.deadline_after, narrow.deadline_by) = (Some(now), Some(now + DAY_MS)),
+        Some(InboxDue::Week) => {
+            (narrow.deadline_after, narrow.deadline_by) = (Some(now), Some(now + 7 * DAY_MS))
+        }
+        Some(InboxDue::Never) => narrow.no_deadline = true,
+    }
+    if let Some(q) = filter.search.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        if q.chars().count() > SEARCH_MAX_CHARS {
+            return Err(EngineError::validation(
+                "q",
+                format!("q: a search is at most {SEARCH_MAX_CHARS} characters"),
+            ));
+        }
+        narrow.pattern = Some(contains_pattern(q));
+    }
+    Ok(narrow)
+}
+
 pub(super) fn deadline_state(deadline: Option<Millis>, now: Millis) -> DeadlineState {
     match deadline {
         None => DeadlineState::None,
@@ -155,6 +232,7 @@ impl Engine {
     /// leaves the database however many are pending.
     pub async fn pending_for(&self, principal: &Principal, filter: &InboxFilter) -> Result<InboxPage> {
         let now = self.now();
+        let narrow = narrow_of(filter, now)?;
         // Membership as it is now, the same entry the resolve path reads.
         let principal = self
             .principal(&principal.id)
@@ -194,16 +272,17 @@ impl Engine {
         workflows.sort();
         kinds.sort_by_key(|k| k.as_str());
 
-        if filter.overdue {
+        // The kept counts answer the plain inbox; only a narrowed one counts rows.
+        if !narrow.is_empty() {
             total = store
-                .inbox_overdue(&admitted, &principal.tenant, &principal.id, now)
+                .inbox_narrowed_count(&admitted, &principal.tenant, &principal.id, &narrow)
                 .await? as usize;
         }
         let page = filter.page.clamp(1, total.div_ceil(INBOX_PAGE_SIZE).max(1));
         let query = PageQuery {
             tenant: &principal.tenant,
             me: &principal.id,
-            overdue_at: filter.overdue.then_some(now),
+            narrow: &narrow,
             sort: filter.sort,
             limit: INBOX_PAGE_SIZE as i64,
             offset: ((page - 1) * INBOX_PAGE_SIZE) as i64,
@@ -275,6 +354,112 @@ impl Engine {
             workflows,
             kinds,
         })
+    }
+
+    /// "Approve / Reject selected": `action` (`accept` or `reject`) on each
+    /// pick ([`tollgate_wire::inbox::pick_value`]), each one ordinary resolve
+    /// with `{"action": …}` and nothing else, so eligibility, self-approval,
+    /// quorum by distinct people and the resume schema hold as for one
+    /// decision (a gate that needs an answer is refused by its schema).
+    /// A pick listed twice is decided once. One result per distinct pick, in
+    /// order; the call itself fails (400) only for an unknown `action`, no
+    /// `pick` or more than [`BULK_MAX_PICKS`].
+    pub async fn decide_many(
+        &self,
+        actor: &Actor,
+        action: &str,
+        picks: &[String],
+    ) -> Result<Vec<BulkResult>> {
+        let action = match action {
+            "accept" | "reject" => action,
+            other => {
+                return Err(EngineError::validation(
+                    "action",
+                    format!("action: {other:?} is not one of accept, reject"),
+                ))
+            }
+        };
+        let mut distinct: Vec<&str> = Vec::with_capacity(picks.len());
+        for p in picks {
+            if !distinct.contains(&p.as_str()) {
+                distinct.push(p);
+            }
+        }
+        if distinct.is_empty() {
+            return Err(EngineError::validation(
+                "pick",
+                "pick: choose at least one request",
+            ));
+        }
+        if distinct.len() > BULK_MAX_PICKS {
+            return Err(EngineError::validation(
+                "pick",
+                format!("pick: at most {BULK_MAX_PICKS} requests at once"),
+            ));
+        }
+        let mut out = Vec::with_capacity(distinct.len());
+        for pick in distinct {
+            let (title, result) = self.decide_pick(actor, action, pick).await;
+            let (decided, message) = match result {
+                Ok(m) => (true, m),
+                Err(m) => (false, m),
+            };
+            out.push(BulkResult {
+                pick: pick.to_string(),
+                title,
+                decided,
+                message,
+            });
+        }
+        Ok(out)
+    }
+
+    /// One pick of [`Engine::decide_many`]: the title when the person may
+    /// see it, and what happened or why not.
+    async fn decide_pick(
+        &self,
+        actor: &Actor,
+        action: &str,
+        pick: &str,
+    ) -> (Option<String>, std::result::Result<String, String>) {
+        let Some((run, node)) = tollgate_wire::inbox::split_pick(pick) else {
+            return (None, Err("not a request of this inbox".into()));
+        };
+        let run_id = match crate::ids::parse_run_id(run) {
+            Ok(r) => r,
+            Err(_) => return (None, Err("not a request of this inbox".into())),
+        };
+        // The same read check as the request's page: another tenant's run says nothing about itself.
+        let view = match self.inspect_interrupt(&run_id, node, actor).await {
+            Ok(v) => v,
+            Err(e) => return (None, Err(e.to_string())),
+        };
+        let title = Some(view.title.clone());
+        if view.kind != InterruptKind::Approval {
+            return (
+                title,
+                Err("only approvals are decided together: open it to answer".into()),
+            );
+        }
+        let resolved = self
+            .resolve(
+                &run_id,
+                node,
+                serde_json::json!({ "action": action }),
+                actor,
+                None,
+            )
+            .await
+            .and_then(|o| o.result);
+        let said = match resolved {
+            Ok(r) if r.status.is_terminal() => Ok(format!("Decided; the run is now {}.", r.status)),
+            Ok(r) => Ok(format!("Your vote was recorded; the run is {}.", r.status)),
+            Err(e @ EngineError::Validation { .. }) => {
+                Err(format!("this request needs an answer: open it to decide ({e})"))
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        (title, said)
     }
 
     /// Whether a committed change to `run_id` (a notice of [`Engine::subscribe`])

@@ -159,12 +159,83 @@ pub(crate) struct CountedVote {
     pub original: Option<Value>,
 }
 
+/// What narrows the inbox beyond its groups: a deadline window and a
+/// search pattern. Empty for the plain inbox, whose statements stay as they were.
+#[derive(Default)]
+pub(crate) struct Narrow {
+    /// Deadline after this (exclusive).
+    pub deadline_after: Option<Millis>,
+    /// Deadline at or before this.
+    pub deadline_by: Option<Millis>,
+    /// Only interrupts without a deadline.
+    pub no_deadline: bool,
+    /// A `LIKE` pattern over the lower-cased title and request, `\` escaping.
+    pub pattern: Option<String>,
+}
+
+impl Narrow {
+    pub fn is_empty(&self) -> bool {
+        self.deadline_after.is_none()
+            && self.deadline_by.is_none()
+            && !self.no_deadline
+            && self.pattern.is_none()
+    }
+
+    /// The `AND …` conditions, each with a `?` bound by [`Narrow::bind`].
+    fn sql(&self) -> String {
+        let mut sql = String::new();
+        if self.deadline_after.is_some() {
+            sql.push_str(" AND i.deadline_at > ?");
+        }
+        if self.deadline_by.is_some() {
+            sql.push_str(" AND i.deadline_at <= ?");
+        }
+        if self.no_deadline {
+            sql.push_str(" AND i.deadline_at IS NULL");
+        }
+        if self.pattern.is_some() {
+            // LOWER folds ASCII only on both back ends; the pattern is folded the same way.
+            sql.push_str(
+                " AND (LOWER(i.title) LIKE ? ESCAPE '\\' OR LOWER(COALESCE(i.request, '')) LIKE ? ESCAPE '\\')",
+            );
+        }
+        sql
+    }
+
+    fn bind<'q, O>(
+        &'q self,
+        mut q: sqlx::query::QueryAs<'q, sqlx::Any, O, sqlx::any::AnyArguments<'q>>,
+    ) -> sqlx::query::QueryAs<'q, sqlx::Any, O, sqlx::any::AnyArguments<'q>> {
+        for t in [self.deadline_after, self.deadline_by].into_iter().flatten() {
+            q = q.bind(t);
+        }
+        if let Some(p) = &self.pattern {
+            q = q.bind(p.as_str()).bind(p.as_str());
+        }
+        q
+    }
+}
+
+/// `text` as a `LIKE` pattern matching it anywhere, ASCII lower-cased, with
+/// `%`, `_` and the escape character `\` taken literally.
+pub(crate) fn contains_pattern(text: &str) -> String {
+    let mut p = String::with_capacity(text.len() + 2);
+    p.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            p.push('\\');
+        }
+        p.push(c.to_ascii_lowercase());
+    }
+    p.push('%');
+    p
+}
+
 /// What one page asks for.
 pub(crate) struct PageQuery<'a> {
     pub tenant: &'a str,
     pub me: &'a str,
-    /// Only interrupts whose deadline is at or before this.
-    pub overdue_at: Option<Millis>,
+    pub narrow: &'a Narrow,
     pub sort: InboxSort,
     pub limit: i64,
     pub offset: i64,
@@ -280,13 +351,13 @@ impl Store {
         (sql, binds)
     }
 
-    /// How many pending interrupts of the admitted groups are overdue at `now`.
-    pub(crate) async fn inbox_overdue(
+    /// How many pending interrupts of the admitted groups `narrow` keeps.
+    pub(crate) async fn inbox_narrowed_count(
         &self,
         admitted: &[Admitted],
         tenant: &str,
         me: &str,
-        now: Millis,
+        narrow: &Narrow,
     ) -> Result<i64> {
         if admitted.is_empty() {
             return Ok(0);
@@ -295,18 +366,16 @@ impl Store {
         let (filter, binds) = self.admitted_filter(admitted, me);
         let sql = self
             .q(&format!(
-                "SELECT COUNT(*) FROM interrupts i WHERE {filter} AND i.deadline_at <= ?"
+                "SELECT COUNT(*) FROM interrupts i WHERE {filter}{}",
+                narrow.sql()
             ))
             .into_owned();
-        let mut q = sqlx::query_scalar::<_, i64>(&sql);
+        let mut q = sqlx::query_as::<_, (i64,)>(&sql);
         for b in binds {
             q = q.bind(b);
         }
-        Ok(q.bind(&range.from)
-            .bind(&range.to)
-            .bind(now)
-            .fetch_one(&self.read)
-            .await?)
+        q = q.bind(&range.from).bind(&range.to);
+        Ok(narrow.bind(q).fetch_one(&self.read).await?.0)
     }
 
     /// One page over the admitted groups, each row with the ref that admits the person.
@@ -320,11 +389,7 @@ impl Store {
         }
         let range = TenantRange::of(page.tenant);
         let (filter, binds) = self.admitted_filter(admitted, page.me);
-        let overdue = if page.overdue_at.is_some() {
-            " AND i.deadline_at <= ?"
-        } else {
-            ""
-        };
+        let narrow = page.narrow.sql();
         // Each order has an index that serves it (migrations 0011 and
         // postgres/0002); SQLite is told which, PostgreSQL chooses by statistics.
         let (order, index) = match (page.sort, self.dialect()) {
@@ -348,7 +413,7 @@ impl Store {
             .q(&format!(
                 "SELECT i.interrupt_id, i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.eligibility, \
                  i.created_at, i.deadline_at, i.inbox_group, i.owner_subject FROM interrupts i {hint} \
-                 WHERE {filter}{overdue} ORDER BY {order} LIMIT ? OFFSET ?"
+                 WHERE {filter}{narrow} ORDER BY {order} LIMIT ? OFFSET ?"
             ))
             .into_owned();
         let mut q = sqlx::query_as::<_, PendingRowOf>(&sql);
@@ -356,9 +421,7 @@ impl Store {
             q = q.bind(b);
         }
         q = q.bind(&range.from).bind(&range.to);
-        if let Some(now) = page.overdue_at {
-            q = q.bind(now);
-        }
+        q = page.narrow.bind(q);
         let rows = q.bind(page.limit).bind(page.offset).fetch_all(&self.read).await?;
         rows.into_iter()
             .map(|r| {

@@ -32,3 +32,30 @@ pub struct InboxItem {
     /// This person's counted vote, if any (a new vote replaces it).
     pub my_vote: Option<ApprovalAction>,
 }
+
+/// What became of one pick of "Approve / Reject selected".
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BulkResult {
+    /// The pick as posted ([`pick_value`]).
+    pub pick: String,
+    /// The request's title, when the person may see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The vote was recorded through the ordinary resolve.
+    pub decided: bool,
+    /// What happened, or why it was refused.
+    pub message: String,
+}
+
+/// The value of an inbox row's checkbox: the path-encoded run id and the
+/// node id (the encoded run id has no `/`).
+pub fn pick_value(encoded_run_id: &str, node_id: &str) -> String {
+    format!("{encoded_run_id}/{node_id}")
+}
+
+/// A checkbox value back as (path-encoded run id, node id).
+pub fn split_pick(pick: &str) -> Option<(&str, &str)> {
+    pick.split_once('/')
+        .filter(|(r, n)| !r.is_empty() && !n.is_empty())
+}
