@@ -23,7 +23,7 @@ use crate::store::rows::{node_rows, NodeRow};
 use crate::store::WriteConn;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use tollgate_wire::{EventType, NodeId, NodeStatus, RunId, RunStatus, TenantId};
+use tollgate_wire::{EventType, MailReason, NodeId, NodeStatus, RunId, RunStatus, TenantId};
 
 /// Default bound on how often one node may run in one run (a runaway loop guard).
 pub const DEFAULT_RECURSION_LIMIT: i64 = 25;
@@ -532,7 +532,7 @@ impl<'a> Exec<'a> {
             created_at: self.now,
             deadline_at: deadline,
         })));
-        self.queue_notifications(spec, &data, &interrupt_id, node_id, "requested")?;
+        self.queue_notifications(spec, &data, &interrupt_id, node_id, MailReason::Requested)?;
         if let Some(opened) = conversation {
             self.emit(EventType::ConversationOpened, Some(node_id), opened)?;
         }
@@ -721,7 +721,7 @@ impl<'a> Exec<'a> {
         data: &Value,
         interrupt_id: &str,
         node_id: &str,
-        reason: &'static str,
+        reason: MailReason,
     ) -> Result<()> {
         let requester = self.run.requester();
         let notice = crate::notify::Notice {

@@ -4,6 +4,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::Arc;
 use tollgate::{Actor, CreateRun, Engine, EngineError, EngineOptions, Idem, ManualClock, Principal};
+use tollgate_wire::MailReason;
 
 const T0: i64 = 1_800_000_000_000;
 
@@ -1346,7 +1347,7 @@ async fn raising_an_interrupt_queues_mail_for_eligible_people_in_the_same_step()
     assert_eq!(f.engine.queue_reminders(30_000).await.unwrap(), 1);
     assert_eq!(f.engine.queue_reminders(30_000).await.unwrap(), 0);
     let reminder = f.engine.outbox_due(10).await.unwrap();
-    assert_eq!(reminder[0].reason, "reminder");
+    assert_eq!(reminder[0].mail_reason(), Some(MailReason::Reminder));
 
     // A gate without eligibility refs or audience tells the tenant's people
     // with an address (they all hold approvals:respond).
@@ -1457,7 +1458,7 @@ async fn who_is_told_follows_audience_eligibility_kind_and_tenant() {
     let mut reminded: Vec<String> = pending_of(e, "email")
         .await
         .into_iter()
-        .filter(|m| m.run_id == run.as_str() && m.reason == "reminder")
+        .filter(|m| m.run_id == run.as_str() && m.mail_reason() == Some(MailReason::Reminder))
         .map(|m| m.recipient)
         .collect();
     reminded.sort();
@@ -1701,7 +1702,7 @@ async fn escalate_on_timeout_rejects_and_notifies_but_never_grants() {
     assert_eq!(resolved.payload["x-tollgate-escalated"], true);
     let due = f.engine.outbox_due(10).await.unwrap();
     assert_eq!(due.len(), 1);
-    assert_eq!(due[0].reason, "escalation");
+    assert_eq!(due[0].mail_reason(), Some(MailReason::Escalation));
     assert_eq!(due[0].recipient, "esc");
 }
 

@@ -6,7 +6,7 @@
 use serde_json::json;
 use std::sync::Arc;
 use tollgate::auth::Scope;
-use tollgate::engine::fresh_link::{FRESH_LINK_EVERY_MS, FRESH_LINK_REASON};
+use tollgate::engine::fresh_link::FRESH_LINK_EVERY_MS;
 use tollgate::token::{SigningKey, DEFAULT_MAIL_LINK_TTL_MS};
 use tollgate::{Actor, CreateRun, Engine, EngineError, EngineOptions, ManualClock, Principal, RunId};
 
@@ -158,7 +158,7 @@ async fn an_expired_link_asks_for_a_fresh_one_for_its_own_recipient_only() {
     assert_eq!(
         mail.last().unwrap(),
         &(
-            FRESH_LINK_REASON.to_string(),
+            tollgate_wire::MailReason::FreshLink.as_str().to_string(),
             "ann".to_string(),
             "ann@x".to_string()
         )

@@ -14,6 +14,7 @@ use std::time::Duration;
 use tollgate::engine::outbox::OutboxItem;
 use tollgate::token::Intent;
 use tollgate::wire::when;
+use tollgate::wire::MailReason;
 use tollgate::{Engine, EngineError};
 use tollgate_app::mail::{Link, Mail};
 
@@ -95,7 +96,7 @@ async fn deliver(
         }
         Err(e) => return tracing::error!(error = %e, "directory read failed"),
     };
-    if item.reason == "escalation" {
+    if item.mail_reason() == Some(MailReason::Escalation) {
         let mail = Mail {
             recipient: recipient.name.clone(),
             intro: format!(
@@ -164,18 +165,19 @@ async fn deliver(
     };
     let decides = intent == Intent::Resolve;
     let title = view.title.clone();
-    let subject = match (item.reason.as_str(), decides) {
-        ("reminder", _) => format!("Reminder: {title}"),
+    let reminder = item.mail_reason() == Some(MailReason::Reminder);
+    let subject = match (reminder, decides) {
+        (true, _) => format!("Reminder: {title}"),
         (_, true) => format!("Decision needed: {title}"),
         (_, false) => format!("For your information: {title}"),
     };
-    let (intro, open, what) = match (item.reason.as_str(), decides) {
-        ("reminder", true) => (
+    let (intro, open, what) = match (reminder, decides) {
+        (true, true) => (
             "A decision you can make is still open and its deadline is near:",
             "Open this link to see the details and decide:",
             "Opening it changes nothing; deciding happens on the page.",
         ),
-        ("reminder", false) => (
+        (true, false) => (
             "A request you were told about is still open and its deadline is near:",
             "Open this link to see the details (view only):",
             "This link is view-only: it shows the request, but you may not decide it.",

@@ -5,12 +5,10 @@
 
 use super::*;
 use crate::store::changes::Change;
+use tollgate_wire::MailReason;
 
 /// How often one recipient may have a fresh link mailed for one interrupt.
 pub const FRESH_LINK_EVERY_MS: Millis = 5 * 60_000;
-
-/// The outbox reason of a fresh link's mail.
-pub const FRESH_LINK_REASON: &str = "fresh-link";
 
 impl Engine {
     /// Queues a mail with a new link for `token`'s recipient. The token must
@@ -36,12 +34,12 @@ impl Engine {
         self.inner
             .store
             .write(move |conn| {
-                let last: Option<Millis> = conn
-                    .query_scalar(
-                        "SELECT MAX(created_at) FROM outbox WHERE interrupt_id = ? AND recipient = ? AND reason = ?",
-                        crate::args![&interrupt.interrupt_id, &recipient.id, FRESH_LINK_REASON],
-                    )?
-                    .flatten();
+                let last = crate::store::outbox::last_mail_at(
+                    conn,
+                    &interrupt.interrupt_id,
+                    &recipient.id,
+                    MailReason::FreshLink,
+                )?;
                 if let Some(at) = last.filter(|at| now - at < FRESH_LINK_EVERY_MS) {
                     let wait = (at + FRESH_LINK_EVERY_MS - now + 999) / 1000;
                     return Err(EngineError::TooManyAttempts {
@@ -52,7 +50,7 @@ impl Engine {
                 crate::store::changes::apply(
                     conn,
                     vec![Change::Email {
-                        reason: FRESH_LINK_REASON,
+                        reason: MailReason::FreshLink,
                         run_id: interrupt.run_id.clone(),
                         node_id: interrupt.node_id.clone(),
                         interrupt_id: interrupt.interrupt_id.clone(),

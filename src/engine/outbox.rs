@@ -7,7 +7,7 @@ use crate::error::{EngineError, Result};
 use crate::store::changes::Change;
 use crate::store::outbox;
 use serde::{Deserialize, Serialize};
-use tollgate_wire::{InterruptKind, NodeId, OutboxKind, OutboxStatus, RunId};
+use tollgate_wire::{InterruptKind, MailReason, NodeId, OutboxKind, OutboxStatus, RunId};
 
 /// Attempts before a message is given up.
 pub const MAX_ATTEMPTS: i64 = 8;
@@ -39,6 +39,14 @@ pub struct OutboxItem {
 }
 
 impl OutboxItem {
+    /// Why an email was queued; `None` for a callback (its reason is the
+    /// event type) or a reason this build does not know.
+    pub fn mail_reason(&self) -> Option<MailReason> {
+        (self.kind == OutboxKind::Email)
+            .then(|| MailReason::parse(&self.reason))
+            .flatten()
+    }
+
     pub fn created(&self) -> String {
         rfc3339(self.created_at)
     }
@@ -369,7 +377,7 @@ impl Engine {
                         .into_iter()
                         .filter(|p| !voted.contains(&p.id))
                         .map(|p| Change::Email {
-                            reason: "reminder",
+                            reason: MailReason::Reminder,
                             run_id: RunId::trusted(r.run_id.as_str()),
                             node_id: NodeId::trusted(r.node_id.as_str()),
                             interrupt_id: r.interrupt_id.clone(),

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::store::changes::Change;
+use tollgate_wire::MailReason;
 
 impl Engine {
     /// Fires every passed deadline and due delay; returns how many fired.
@@ -93,7 +94,7 @@ impl Engine {
             let mails = crate::notify::recipients(&notice, &directory)
                 .into_iter()
                 .map(|p| Change::Email {
-                    reason: "escalation",
+                    reason: MailReason::Escalation,
                     run_id: interrupt.run_id.clone(),
                     node_id: interrupt.node_id.clone(),
                     interrupt_id: interrupt.interrupt_id.clone(),

@@ -12,7 +12,7 @@ use super::{inbox, Dialect, Val, WriteConn};
 use crate::clock::Millis;
 use crate::error::Result;
 use std::sync::LazyLock;
-use tollgate_wire::{ApprovalAction, EventType, InterruptKind, NodeId, RunId, RunStatus};
+use tollgate_wire::{ApprovalAction, EventType, InterruptKind, MailReason, NodeId, RunId, RunStatus};
 
 /// A new pending interrupt (the `interrupts` row `raise` stores).
 #[derive(Debug, Clone, PartialEq)]
@@ -81,9 +81,9 @@ pub(crate) enum Change {
         eligible_via: String,
         decided_at: Millis,
     },
-    /// A mail to one person about an interrupt (`reason`: requested, reminder, escalation).
+    /// A mail to one person about an interrupt.
     Email {
-        reason: &'static str,
+        reason: MailReason,
         run_id: RunId,
         node_id: NodeId,
         interrupt_id: String,
@@ -473,7 +473,7 @@ fn statements_of(change: Change, dialect: Dialect, out: &mut Vec<Statement>) {
                 out,
             "INSERT INTO outbox (kind, reason, run_id, node_id, interrupt_id, recipient, address, status, next_attempt_at, created_at) VALUES ('email', ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
             vec![
-                text(reason),
+                text(reason.as_str()),
                 text(run_id),
                 text(node_id),
                 text(interrupt_id),

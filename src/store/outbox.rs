@@ -7,7 +7,7 @@ use crate::clock::Millis;
 use crate::engine::outbox::OutboxItem;
 use crate::error::{EngineError, Result};
 use crate::ids::TenantRange;
-use tollgate_wire::{OutboxKind, OutboxStatus};
+use tollgate_wire::{MailReason, OutboxKind, OutboxStatus};
 
 const COLUMNS: &str = "id, kind, reason, run_id, node_id, interrupt_id, recipient, address, status, attempts, \
                        next_attempt_at, last_error, message, delivered_via, created_at, sent_at, body, response_status";
@@ -34,6 +34,23 @@ fn item(r: &Row) -> Result<OutboxItem> {
         body: r.get(16)?,
         response_status: r.get(17)?,
     })
+}
+
+/// When `recipient` was last queued a mail of `reason` about `interrupt_id`
+/// (read inside the write that may queue another, so two asking at once
+/// cannot both pass a throttle).
+pub(crate) fn last_mail_at(
+    conn: &WriteConn,
+    interrupt_id: &str,
+    recipient: &str,
+    reason: MailReason,
+) -> Result<Option<Millis>> {
+    Ok(conn
+        .query_scalar(
+            "SELECT MAX(created_at) FROM outbox WHERE interrupt_id = ? AND recipient = ? AND kind = 'email' AND reason = ?",
+            args![interrupt_id, recipient, reason.as_str()],
+        )?
+        .flatten())
 }
 
 /// Pending interrupts not reminded yet whose deadline is at or before the

@@ -26,5 +26,7 @@ pub use directory::{Lane, Principal, Subject};
 pub use event::EventType;
 pub use ids::{NodeId, RunId, TenantId};
 pub use kind::{ApprovalAction, InterruptKind};
-pub use status::{DeadlineState, InterruptStatus, NodeStatus, OutboxKind, OutboxStatus, RunStatus};
+pub use status::{
+    DeadlineState, InterruptStatus, MailReason, NodeStatus, OutboxKind, OutboxStatus, RunStatus,
+};
 pub use text_enum::UnknownValue;

@@ -85,6 +85,21 @@ text_enum! {
 }
 
 text_enum! {
+    /// Why a mail was queued (an email's outbox `reason`; a callback's is
+    /// the event type it reports).
+    pub enum MailReason("mail reason") {
+        /// An interrupt was raised and this person is told.
+        Requested = "requested",
+        /// The deadline is near and this person has not decided.
+        Reminder = "reminder",
+        /// The deadline passed without a decision.
+        Escalation = "escalation",
+        /// The person asked for a new link from an expired link's page.
+        FreshLink = "fresh-link",
+    }
+}
+
+text_enum! {
     /// What an outbox message is.
     pub enum OutboxKind("outbox kind") {
         Email = "email",
