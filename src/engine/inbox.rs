@@ -540,6 +540,15 @@ impl Engine {
     }
 
     /// Whose request the run is: its owner, and the person it is for.
+    /// The interrupt `interrupt_id` while it is pending; `NotFound` after.
+    pub(super) async fn pending_interrupt(&self, interrupt_id: &str) -> Result<crate::runtime::InterruptRow> {
+        self.inner
+            .store
+            .interrupt(interrupt_id, true)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("no pending interrupt {interrupt_id}")))
+    }
+
     pub(super) async fn requesters_of(&self, run_id: &str) -> Result<Vec<String>> {
         let run = self
             .inner

@@ -50,12 +50,7 @@ impl Engine {
     /// [`still_open`] for the pending interrupt `interrupt_id` as
     /// `recipient` is told now; `NotFound` once it is no longer pending.
     pub async fn still_open_for(&self, interrupt_id: &str, recipient: &str) -> Result<StillOpen> {
-        let interrupt = self
-            .inner
-            .store
-            .interrupt(interrupt_id, true)
-            .await?
-            .ok_or_else(|| EngineError::NotFound(format!("no pending interrupt {interrupt_id}")))?;
+        let interrupt = self.pending_interrupt(interrupt_id).await?;
         let requesters = self.requesters_of(&interrupt.run_id).await?;
         let tenant = ids::tenant_of(&interrupt.run_id).to_string();
         let mut people = Vec::new();

@@ -68,12 +68,7 @@ impl Engine {
         recipient: &Principal,
         intent: Intent,
     ) -> Result<(String, Millis)> {
-        let interrupt = self
-            .inner
-            .store
-            .interrupt(interrupt_id, true)
-            .await?
-            .ok_or_else(|| EngineError::NotFound(format!("no pending interrupt {interrupt_id}")))?;
+        let interrupt = self.pending_interrupt(interrupt_id).await?;
         self.sign_for(&interrupt, recipient, intent, self.api_link_ms())
     }
 
@@ -124,12 +119,7 @@ impl Engine {
         interrupt_id: &str,
         recipient: &Principal,
     ) -> Result<(String, Millis, Intent)> {
-        let interrupt = self
-            .inner
-            .store
-            .interrupt(interrupt_id, true)
-            .await?
-            .ok_or_else(|| EngineError::NotFound(format!("no pending interrupt {interrupt_id}")))?;
+        let interrupt = self.pending_interrupt(interrupt_id).await?;
         let requesters = self.requesters_of(&interrupt.run_id).await?;
         let intent = if requesters.contains(&recipient.id) {
             // Never a decision link to the person whose request it is (their
