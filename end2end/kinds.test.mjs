@@ -101,7 +101,7 @@ test('the inbox names each kind with a one-line summary', async () => {
     run: tr.dataset.run,
     title: tr.querySelector('td a')?.textContent.trim(),
     summary: tr.querySelector('[data-summary]')?.textContent.trim() ?? null,
-    kind: tr.querySelectorAll('td')[1]?.textContent.trim(),
+    kind: tr.querySelector('[data-kind]')?.textContent.trim(),
   })));
   const row = (r) => rows.find((x) => x.run === r.runId) ?? assert.fail(`no row for ${r.runId}: ${JSON.stringify(rows)}`);
   assert.deepEqual(row(runs.clarification), {

@@ -417,7 +417,7 @@ fn InboxRowView(row: InboxRow, pick: String, refused: Option<String>) -> impl In
                 {row.summary.clone().map(|s| view! { <p class="mt-0.5 text-xs text-slate-600" data-summary="">{s}</p> })}
                 {refused}
             </td>
-            <td class="px-4 py-3 text-slate-700">{kind_label(row.kind)}</td>
+            <td class="px-4 py-3 text-slate-700" data-kind=row.kind.as_str()>{kind_label(row.kind)}</td>
             <td class="px-4 py-3 text-slate-700">{row.workflow_id.clone()}</td>
             <td class="px-4 py-3 text-slate-700"><When at=row.created_at.clone() /></td>
             <td class="px-4 py-3">{deadline}</td>
