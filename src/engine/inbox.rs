@@ -10,8 +10,8 @@ use crate::error::{EngineError, Result};
 use crate::store::inbox::{contains_pattern, Admitted, Narrow, PageQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::HashMap;
-use tollgate_wire::{DeadlineState, InterruptKind, InterruptStatus, RunId};
+use std::collections::{HashMap, HashSet};
+use tollgate_wire::{ApprovalAction, DeadlineState, InterruptKind, InterruptStatus, RunId};
 
 /// Items per inbox page.
 pub const INBOX_PAGE_SIZE: usize = 50;
@@ -370,21 +370,22 @@ impl Engine {
         action: &str,
         picks: &[String],
     ) -> Result<Vec<BulkResult>> {
-        let action = match action {
-            "accept" | "reject" => action,
-            other => {
+        let action = match ApprovalAction::parse(action) {
+            Some(a @ (ApprovalAction::Accept | ApprovalAction::Reject)) => a,
+            _ => {
                 return Err(EngineError::validation(
                     "action",
-                    format!("action: {other:?} is not one of accept, reject"),
+                    format!("action: {action:?} is not one of accept, reject"),
                 ))
             }
         };
-        let mut distinct: Vec<&str> = Vec::with_capacity(picks.len());
-        for p in picks {
-            if !distinct.contains(&p.as_str()) {
-                distinct.push(p);
-            }
-        }
+        // First occurrence order; a set, so a post of many repeats stays linear.
+        let mut seen = HashSet::with_capacity(picks.len());
+        let distinct: Vec<&str> = picks
+            .iter()
+            .map(String::as_str)
+            .filter(|p| seen.insert(*p))
+            .collect();
         if distinct.is_empty() {
             return Err(EngineError::validation(
                 "pick",
@@ -419,7 +420,7 @@ impl Engine {
     async fn decide_pick(
         &self,
         actor: &Actor,
-        action: &str,
+        action: ApprovalAction,
         pick: &str,
     ) -> (Option<String>, std::result::Result<String, String>) {
         let Some((run, node)) = tollgate_wire::inbox::split_pick(pick) else {
