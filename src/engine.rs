@@ -28,6 +28,7 @@ use tokio::sync::broadcast;
 use tollgate_wire::{ApprovalAction, InterruptKind, InterruptStatus, NodeId, RunId, RunStatus};
 
 pub mod admin;
+pub mod delegations;
 mod directory;
 pub mod fresh_link;
 mod idempotency;
@@ -185,7 +186,10 @@ pub struct Overview {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct VoteView {
+    /// The seat: whose vote it counts as.
     pub principal: String,
+    /// The delegate who cast it in `principal`'s place, if someone else did.
+    pub cast_by: Option<String>,
     pub action: ApprovalAction,
     pub eligible_via: String,
     pub decided_at: String,

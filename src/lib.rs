@@ -10,6 +10,7 @@ pub mod callback;
 pub mod clock;
 pub mod contract;
 pub mod definition;
+pub mod delegation;
 pub mod directory;
 pub mod egress;
 pub mod engine;

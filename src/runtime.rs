@@ -21,6 +21,7 @@ pub(crate) use crate::store::rows::{
 };
 use crate::store::rows::{node_rows, NodeRow};
 use crate::store::WriteConn;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use tollgate_wire::{EventType, MailReason, NodeId, NodeStatus, RunId, RunStatus, TenantId};
@@ -1242,6 +1243,31 @@ pub(crate) enum Decision {
     },
 }
 
+/// One stored vote as the resolve reads it (`votes_json`, see
+/// `store::rows::latest_interrupt_sql`): its seat, action, whether a later
+/// vote replaced it, whether it is an override, its resume value and who
+/// cast it when that was a delegate.
+#[derive(Debug, Deserialize)]
+struct StoredBallot {
+    seat: String,
+    action: ApprovalAction,
+    superseded: i64,
+    is_override: i64,
+    resume_value: Value,
+    #[serde(default)]
+    cast_by: Option<String>,
+}
+
+impl StoredBallot {
+    fn counts(&self) -> bool {
+        self.superseded == 0 && self.action.is_vote()
+    }
+
+    fn caster(&self) -> &str {
+        self.cast_by.as_deref().unwrap_or(&self.seat)
+    }
+}
+
 /// Applies one resolve to a pending interrupt's rules. Validation and
 /// eligibility run before anything is written.
 /// `principal` is the voter's directory entry as it is now (decision time).
@@ -1251,6 +1277,7 @@ pub(crate) fn decide(
     resume_value: &Value,
     actor: &Actor,
     principal: &Principal,
+    delegators: impl FnOnce() -> Result<Vec<Principal>>,
     now: Millis,
 ) -> Result<Decision> {
     let kind = interrupt.kind;
@@ -1279,36 +1306,41 @@ pub(crate) fn decide(
         let rules = interrupt.rules.as_ref().ok_or_else(|| {
             EngineError::Storage(format!("approval {} has no rules", interrupt.interrupt_id))
         })?;
-        let via = rules.eligibility(
+        let seat = crate::delegation::seat(
+            rules,
             principal,
             &run.requesters(),
             actor.allows(crate::auth::Scope::ApprovalsRespond),
+            delegators,
         )?;
         let parsed = approval::parse_resume(rules, resume_value)?;
         crate::contract::cached(&interrupt.contract)?.validate_resume(resume_value)?;
-        let earlier: Vec<(String, ApprovalAction, i64, i64, Value)> =
+        let earlier: Vec<StoredBallot> =
             serde_json::from_str(interrupt.votes_json.as_deref().unwrap_or("[]"))
                 .map_err(|e| EngineError::Storage(format!("votes of {}: {e}", interrupt.interrupt_id)))?;
         let seq = earlier.len() as i64;
-        let counts = |action: ApprovalAction, superseded: i64| superseded == 0 && action.is_vote();
-        let replaces = earlier
-            .iter()
-            .any(|(p, a, sup, ..)| *p == principal.id && counts(*a, *sup));
+        // What this vote replaces: the seat's counted vote (its holder's or
+        // their delegate's), and anything else this person cast, so that one
+        // person holds at most one counted vote however many seats they may take.
+        let replaced =
+            |b: &StoredBallot| b.counts() && (b.seat == seat.holder || b.caster() == principal.id.as_str());
+        let replaces = earlier.iter().any(replaced);
         let mut writes = Vec::new();
         if parsed.action.is_vote() && replaces {
-            // One vote per principal: a later vote replaces the earlier one.
             writes.push(Change::SupersedeVotes {
                 interrupt_id: interrupt.interrupt_id.clone(),
-                principal: principal.id.clone(),
+                seat: seat.holder.clone(),
+                caster: principal.id.clone(),
             });
         }
         writes.push(Change::Vote {
             interrupt_id: interrupt.interrupt_id.clone(),
             seq,
-            principal: principal.id.clone(),
+            principal: seat.holder.clone(),
+            cast_by: seat.cast_by.clone(),
             action: parsed.action,
             resume_value: resume_value.to_string(),
-            eligible_via: via.clone(),
+            eligible_via: seat.via.clone(),
             decided_at: now,
         });
         if !parsed.action.is_vote() {
@@ -1316,23 +1348,27 @@ pub(crate) fn decide(
         }
         let original = payload["data"].get("artifactData");
         let mut ballots: Vec<Ballot> = earlier
-            .into_iter()
-            .filter(|(p, a, sup, ..)| counts(*a, *sup) && *p != principal.id)
-            .map(|(principal, action, _, o, rv)| Ballot {
-                approves: approval::approved_data(action, &rv, original),
-                principal,
-                action,
-                is_override: o != 0,
+            .iter()
+            .filter(|b| b.counts() && !replaced(b))
+            .map(|b| Ballot {
+                approves: approval::approved_data(b.action, &b.resume_value, original),
+                principal: b.seat.clone(),
+                action: b.action,
+                is_override: b.is_override != 0,
             })
             .collect();
         ballots.push(Ballot {
-            principal: principal.id.clone(),
+            principal: seat.holder.clone(),
             action: parsed.action,
-            is_override: principal.is_override,
+            is_override: seat.is_override,
             approves: approval::approved_data(parsed.action, resume_value, original),
         });
         resolved["action"] = json!(parsed.action);
-        resolved["x-tollgate-eligibleVia"] = json!(via);
+        resolved["x-tollgate-eligibleVia"] = json!(seat.via);
+        if seat.cast_by.is_some() {
+            // The deciding vote was a delegate's: whose seat it took.
+            resolved["x-tollgate-onBehalfOf"] = json!(seat.holder);
+        }
         for k in ["refineFeedback", "editedArtifactData"] {
             if let Some(v) = resume_value.get(k) {
                 resolved[k] = v.clone();
@@ -1560,7 +1596,114 @@ mod tests {
 
     fn vote(p: &Principal, interrupt: &InterruptRow, rv: Value) -> Result<Decision> {
         let actor = Actor::api_key(p.clone(), vec![Scope::ApprovalsRespond]);
-        decide(&run_row(), interrupt, &rv, &actor, p, 10)
+        decide(&run_row(), interrupt, &rv, &actor, p, || Ok(vec![]), 10)
+    }
+
+    /// `p` votes with `delegators` having handed them their decisions.
+    fn vote_for(
+        p: &Principal,
+        delegators: &[Principal],
+        interrupt: &InterruptRow,
+        rv: Value,
+    ) -> Result<Decision> {
+        let actor = Actor::api_key(p.clone(), vec![Scope::ApprovalsRespond]);
+        decide(
+            &run_row(),
+            interrupt,
+            &rv,
+            &actor,
+            p,
+            || Ok(delegators.to_vec()),
+            10,
+        )
+    }
+
+    fn written_votes(d: &Decision) -> Vec<(String, Option<String>)> {
+        let writes = match d {
+            Decision::Recorded(w) => w,
+            Decision::Resolve { writes, .. } => writes,
+        };
+        writes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Vote {
+                    principal, cast_by, ..
+                } => Some((principal.clone(), cast_by.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_delegate_fills_the_delegators_seat_once_and_quorum_counts_seats() {
+        let node = gate(
+            json!({"title": "Q", "actions": ["accept", "reject"], "requiredApprovals": 2, "approverGroupRefs": ["finance"]}),
+        );
+        let (ann, bob, dan) = (
+            person("ann", &["finance"]),
+            person("bob", &["finance"]),
+            person("dan", &[]),
+        );
+        // Dan, out of the finance group, votes in Ann's seat.
+        let first = vote_for(
+            &dan,
+            std::slice::from_ref(&ann),
+            &interrupt_row(node.clone(), json!([])),
+            json!({"action": "accept"}),
+        )
+        .unwrap();
+        assert!(matches!(first, Decision::Recorded(_)), "one seat of two");
+        assert_eq!(
+            written_votes(&first),
+            [("ann".to_string(), Some("dan".to_string()))]
+        );
+        // Ann then votes herself: the same seat, so it replaces Dan's; still one of two.
+        let after_dan = interrupt_row(
+            node.clone(),
+            json!([["ann", "accept", 0, 0, {"action": "accept"}, "dan"]]),
+        );
+        match vote(&ann, &after_dan, json!({"action": "accept"})).unwrap() {
+            Decision::Recorded(changes) => assert!(matches!(
+                &changes[0],
+                Change::SupersedeVotes { seat, .. } if seat == "ann"
+            )),
+            Decision::Resolve { .. } => panic!("Ann and her delegate are one seat"),
+        }
+        // Bob is a second seat: granted, and the event names whose seat Dan took.
+        match vote(&bob, &after_dan, json!({"action": "accept"})).unwrap() {
+            Decision::Resolve { resolved, .. } => {
+                assert_eq!(resolved["decision"], "granted");
+                assert!(
+                    resolved.get("x-tollgate-onBehalfOf").is_none(),
+                    "Bob voted for himself"
+                );
+            }
+            Decision::Recorded(_) => panic!("two seats grant"),
+        }
+        // Dan holding Bob's seat too still casts one vote: his second replaces his first.
+        let both = vote_for(
+            &dan,
+            &[bob.clone(), ann.clone()],
+            &after_dan,
+            json!({"action": "accept"}),
+        )
+        .unwrap();
+        match &both {
+            Decision::Recorded(changes) => assert!(matches!(
+                &changes[0],
+                Change::SupersedeVotes { seat, caster, .. } if seat == "bob" && caster == "dan"
+            )),
+            Decision::Resolve { .. } => panic!("one person never fills two seats"),
+        }
+        // A delegate's deciding vote is marked with the seat it took.
+        let bob_voted = interrupt_row(node, json!([["bob", "accept", 0, 0, {"action": "accept"}]]));
+        match vote_for(&dan, &[ann], &bob_voted, json!({"action": "accept"})).unwrap() {
+            Decision::Resolve { resolved, .. } => {
+                assert_eq!(resolved["x-tollgate-onBehalfOf"], "ann");
+                assert_eq!(resolved["resolvedBy"]["subjectId"], "dan");
+            }
+            Decision::Recorded(_) => panic!("Ann's seat (by Dan) and Bob's grant"),
+        }
     }
 
     fn gate(config: Value) -> Value {
@@ -1590,7 +1733,7 @@ mod tests {
             Decision::Recorded(changes) => {
                 assert!(matches!(
                     &changes[0],
-                    Change::SupersedeVotes { principal, .. } if principal == "ann"
+                    Change::SupersedeVotes { seat, .. } if seat == "ann"
                 ));
                 assert_eq!(changes::votes_of(&changes), [("ann", ApprovalAction::Accept)]);
                 assert!(

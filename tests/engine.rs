@@ -2207,7 +2207,7 @@ async fn open_gates_need_approvals_respond() {
         )
         .await
         .unwrap();
-    assert_eq!(may.unwrap(), "scope:approvals:respond");
+    assert_eq!(may.unwrap().via, "scope:approvals:respond");
     assert_eq!(snapshot(&f.engine, &run).await["status"], "waiting-approval");
 }
 

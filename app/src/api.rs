@@ -28,6 +28,9 @@ pub struct InboxQuery {
     pub workflow: Option<String>,
     /// `overdue`, `day`, `week` or `never`.
     pub due: Option<String>,
+    /// `for`: the person whose decisions to list, who delegated them to the viewer.
+    #[serde(default)]
+    pub for_person: Option<String>,
     pub sort: Option<String>,
     /// 1-based. Not optional: the server function's form body must never be
     /// empty, or the call fails with "missing field `query`".
@@ -56,6 +59,13 @@ pub struct InboxData {
     /// What "Approve / Reject selected" just did, shown once.
     #[serde(default)]
     pub bulk: Option<BulkOutcome>,
+    /// Whose decisions these are (id, name) when not the viewer's own.
+    #[serde(default)]
+    pub on_behalf_of: Option<(String, String)>,
+    /// The live delegations to the viewer: whose decisions they take, and
+    /// the interrupts reassigned to them.
+    #[serde(default)]
+    pub delegated: Vec<tollgate_wire::delegation::Delegation>,
 }
 
 /// What "Approve / Reject selected" left for the inbox drawn next.
@@ -80,7 +90,11 @@ pub struct PostedForm {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VoteRow {
+    /// The seat: whose vote it counts as.
     pub principal: String,
+    /// The delegate who cast it in `principal`'s place.
+    #[serde(default)]
+    pub cast_by: Option<String>,
     pub action: ApprovalAction,
     pub decided_at: String,
     pub counted: bool,
@@ -117,6 +131,9 @@ pub struct InterruptData {
     pub still_to_vote: Vec<String>,
     /// Whether this person may decide, and if not, why.
     pub may_decide: bool,
+    /// The name of the person in whose place they decide (a delegation or a reassignment).
+    #[serde(default)]
+    pub in_place_of: Option<String>,
     pub why_not: Option<String>,
     /// Where the form posts.
     pub action_url: String,
@@ -228,6 +245,7 @@ mod server_side {
                 .into_iter()
                 .map(|v| VoteRow {
                     principal: v.principal,
+                    cast_by: v.cast_by,
                     action: v.action,
                     decided_at: v.decided_at,
                     counted: v.counted,
@@ -238,6 +256,11 @@ mod server_side {
             required_approvals: as_u32(&q["requiredApprovals"]),
             still_to_vote: still.into_iter().map(|v| v.name).collect(),
             may_decide: may.is_ok(),
+            in_place_of: may
+                .as_ref()
+                .ok()
+                .and_then(|a| a.on_behalf_of.as_ref())
+                .map(|v| v.name.clone()),
             why_not: may.err(),
             action_url,
             posted: use_context::<Posted>().map(|p| p.0),
@@ -317,6 +340,7 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
         search: query.q,
         sort: InboxSort::parse(query.sort.as_deref().unwrap_or("")),
         page: query.page,
+        on_behalf_of: query.for_person.filter(|s| !s.is_empty()),
     };
     let page = engine
         .pending_for(&actor.principal, &filter)
@@ -345,6 +369,8 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
         kinds: page.kinds,
         changes,
         bulk,
+        on_behalf_of: page.on_behalf_of.map(|v| (v.id, v.name)),
+        delegated: page.delegated,
     })
 }
 

@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod api;
+pub mod delegations;
 pub mod form;
 #[cfg(feature = "ssr")]
 pub mod mail;
@@ -56,6 +57,7 @@ pub fn App() -> impl IntoView {
                     // A refused "Approve / Reject selected" is drawn at its own address.
                     <Route path=(StaticSegment("inbox"), StaticSegment("decide")) view=pages::Inbox ssr=SsrMode::Async />
                     <Route path=StaticSegment("signin") view=pages::SignIn ssr=SsrMode::Async />
+                    <Route path=(StaticSegment("me"), StaticSegment("delegations")) view=delegations::DelegationsPage ssr=SsrMode::Async />
                     <Route
                         path=(StaticSegment("runs"), ParamSegment("run_id"), StaticSegment("interrupts"), ParamSegment("node_id"))
                         view=pages::InterruptPage

@@ -59,6 +59,7 @@ pub(crate) fn Header(me: Option<Me>) -> impl IntoView {
                 {me.map(|me| view! {
                     <div class="flex items-center gap-4 text-sm">
                         <a href="/" class=LINK>"Inbox"</a>
+                        <a href="/me/delegations" id="nav-delegations" class=LINK>"Delegations"</a>
                         {me.is_admin.then(|| view! { <a href="/dashboard" id="nav-dashboard" class=LINK>"Dashboard"</a> })}
                         <span id="signed-in-as" class="text-slate-700">{me.name}</span>
                         <form method="post" action="/signout">
@@ -97,6 +98,7 @@ fn query_from(map: &leptos_router::params::ParamsMap) -> InboxQuery {
             .filter(|s| !s.is_empty())
             .or_else(|| overdue.then(|| "overdue".to_string())),
         sort: map.get("sort").filter(|s| !s.is_empty()),
+        for_person: map.get("for").filter(|s| !s.is_empty()),
         page: map.get("page").and_then(|p| p.parse().ok()).unwrap_or(1),
     }
 }
@@ -123,6 +125,7 @@ fn inbox_query(q: &InboxQuery, page: usize) -> String {
         ("workflow", &q.workflow),
         ("due", &q.due),
         ("sort", &q.sort),
+        ("for", &q.for_person),
     ] {
         if let Some(v) = value {
             parts.push(format!("{name}={}", encode(v)));
@@ -237,15 +240,28 @@ fn InboxView(
         s => format!("/inbox/decide?{s}"),
     };
     let any_approval = rows.iter().any(|r| r.item.kind == InterruptKind::Approval);
+    let whose = data.on_behalf_of.clone();
+    let waiting = match &whose {
+        Some((_, name)) => format!(
+            "{} waiting for {name}, which you decide in their place",
+            data.total
+        ),
+        None => format!("{} waiting for you", data.total),
+    };
+    let delegations = delegated_nav(&data, &query);
+    let for_field = query
+        .for_person
+        .clone()
+        .map(|p| view! { <input type="hidden" name="for" value=p /> });
     view! {
         <Header me=Some(data.me.clone()) />
         <main class="mx-auto max-w-5xl px-6 py-8">
             <div class="flex flex-wrap items-end justify-between gap-4">
                 <div>
-                    <h1 class="text-2xl font-semibold tracking-tight">"Inbox"</h1>
-                    <p id="inbox-count" class="mt-1 text-sm text-slate-600" aria-live="polite">
-                        {format!("{} waiting for you", data.total)}
-                    </p>
+                    <h1 class="text-2xl font-semibold tracking-tight">
+                        {match &whose { Some((_, name)) => format!("Inbox of {name}"), None => "Inbox".to_string() }}
+                    </h1>
+                    <p id="inbox-count" class="mt-1 text-sm text-slate-600" aria-live="polite">{waiting}</p>
                 </div>
                 <a
                     id="refresh-inbox"
@@ -259,7 +275,9 @@ fn InboxView(
                     "Refresh"
                 </a>
             </div>
+            {delegations}
             <form method="get" action="/" class="mt-6 flex flex-wrap items-end gap-4 rounded-lg border border-slate-200 bg-white p-4" aria-label="Filter the inbox">
+                {for_field}
                 <div>
                     <label for="filter-q" class="block text-sm font-medium text-slate-800">"Search"</label>
                     <input id="filter-q" type="search" name="q" maxlength="200" value=query.q.clone().unwrap_or_default() placeholder="Title or request data" class=SELECT />
@@ -371,6 +389,59 @@ fn InboxView(
             </nav>
         </main>
     }
+}
+
+/// Whose decisions the inbox shows (the viewer's own, or a delegator's who
+/// handed theirs to the viewer) and the requests reassigned to the viewer;
+/// nothing when there are none.
+fn delegated_nav(data: &InboxData, query: &InboxQuery) -> Option<AnyView> {
+    if data.delegated.is_empty() {
+        return None;
+    }
+    let current = query.for_person.clone();
+    let people: Vec<_> = data
+        .delegated
+        .iter()
+        .filter(|d| d.interrupt.is_none())
+        .cloned()
+        .collect();
+    let reassigned: Vec<_> = data
+        .delegated
+        .iter()
+        .filter_map(|d| d.interrupt.clone().map(|i| (d.delegator_name.clone(), i)))
+        .collect();
+    let tab = |href: String, label: String, on: bool, id: String| {
+        let class = if on {
+            "rounded-md bg-indigo-700 px-3 py-1 font-semibold text-white"
+        } else {
+            "rounded-md border border-slate-300 bg-white px-3 py-1 font-medium text-slate-800 hover:bg-slate-50"
+        };
+        view! { <li><a id=id href=href class=class aria-current=on.then_some("page")>{label}</a></li> }
+    };
+    Some(view! {
+        <section id="delegated" class="mt-6 rounded-lg border border-indigo-200 bg-indigo-50 p-4" aria-labelledby="delegated-heading">
+            <h2 id="delegated-heading" class="text-base font-semibold text-indigo-950">"Decisions handed to you"</h2>
+            {(!people.is_empty()).then(|| view! {
+                <ul class="mt-2 flex flex-wrap gap-2 text-sm" aria-label="Whose inbox">
+                    {tab("/".into(), "Your own".into(), current.is_none(), "for-me".into())}
+                    {people.into_iter().map(|d| {
+                        let until = d.ends_at.clone().map(|e| format!(" (until {})", e.get(..10).unwrap_or(&e))).unwrap_or_default();
+                        let on = current.as_deref() == Some(d.delegator.as_str());
+                        tab(format!("/?for={}", encode(&d.delegator)), format!("{}{until}", d.delegator_name), on, format!("for-{}", d.delegator))
+                    }).collect_view()}
+                </ul>
+            })}
+            {(!reassigned.is_empty()).then(|| view! {
+                <ul id="reassigned" class="mt-3 space-y-1 text-sm">
+                    {reassigned.into_iter().map(|(from, i)| {
+                        let href = format!("/runs/{}/interrupts/{}", tollgate_wire::ids::encode_path_id(&i.run_id), i.node_id);
+                        view! { <li>"Reassigned to you in "{from.clone()}"'s place: "<a href=href class=LINK>{i.title.clone()}</a></li> }
+                    }).collect_view()}
+                </ul>
+            })}
+            <p class="mt-2 text-sm text-indigo-900"><a href="/me/delegations" class=LINK>"Delegations"</a></p>
+        </section>
+    }.into_any())
 }
 
 /// A row's checkbox value: its link's run and node (`tollgate_wire::inbox::pick_value`).
@@ -848,7 +919,12 @@ fn InterruptDetail(data: InterruptData) -> impl IntoView {
     } else if !data.may_decide {
         view! { <p id="not-eligible" class="text-slate-700">{data.why_not.clone().unwrap_or_else(|| "You may not decide this request.".into())}</p> }.into_any()
     } else {
-        match tree {
+        let in_place = data.in_place_of.clone().map(|name| view! {
+            <p id="in-place-of" class="mb-4 rounded-md border border-indigo-200 bg-indigo-50 p-3 text-sm text-indigo-900">
+                {format!("You decide in {name}'s place: {name} handed this to you. Your vote counts as {name}'s, and {name}'s own vote would replace it.")}
+            </p>
+        });
+        let form = match tree {
             Err(e) => {
                 view! { <p role="alert" class="text-red-800">{format!("This form cannot be drawn: {e}")}</p> }
                     .into_any()
@@ -888,7 +964,8 @@ fn InterruptDetail(data: InterruptData) -> impl IntoView {
                     </form>
                 }.into_any()
             }
-        }
+        };
+        view! { {in_place}{form} }.into_any()
     };
     let kind = kind_section(&data, answering);
     view! {
@@ -919,7 +996,9 @@ fn InterruptDetail(data: InterruptData) -> impl IntoView {
                             <ul id="votes" class="mt-3 divide-y divide-slate-100 text-sm">
                                 {votes.into_iter().map(|v| view! {
                                     <li class="py-2">
-                                        <span class="font-medium">{v.principal}</span>" — "{v.action.as_str()}
+                                        <span class="font-medium">{v.principal.clone()}</span>
+                                        {v.cast_by.clone().map(|by| view! { <span class="vote-by text-slate-600">{format!(" (by {by}, in {}'s place)", v.principal)}</span> })}
+                                        " — "{v.action.as_str()}
                                         {(!v.counted).then_some(" (replaced)")}
                                         " · "<When at=v.decided_at.clone() />
                                     </li>

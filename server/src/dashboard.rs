@@ -231,6 +231,27 @@ pub async fn cancel_run(State(state): State<AppState>, post: AdminPost) -> Respo
     post.finish(&page, outcome).await
 }
 
+pub async fn reassign(State(state): State<AppState>, post: AdminPost) -> Response {
+    let run = post.field("run").to_string();
+    let page = format!("/dashboard/runs/{}", tollgate::ids::encode_path_id(&run));
+    let reason = Some(post.field("reason").trim().to_string()).filter(|r| !r.is_empty());
+    let (from, to, node) = (post.field("from"), post.field("to"), post.field("node"));
+    let outcome = match tollgate::ids::parse_run_id(&run) {
+        Ok(run_id) => state
+            .engine
+            .reassign(&post.actor(), &run_id, node, from, to, reason)
+            .await
+            .map(|d| {
+                ok(format!(
+                    "{} now decides in {}'s place on this request.",
+                    d.delegate_name, d.delegator_name
+                ))
+            }),
+        Err(e) => Err(e),
+    };
+    post.finish(&page, outcome).await
+}
+
 pub async fn retry_outbox(State(state): State<AppState>, post: AdminPost) -> Response {
     let outcome = match post.field("id").parse::<i64>() {
         Ok(id) => state
@@ -253,6 +274,7 @@ pub fn routes() -> axum::Router<AppState> {
         .route("/dashboard/keys", post(create_key))
         .route("/dashboard/keys/revoke", post(revoke_key))
         .route("/dashboard/runs/cancel", post(cancel_run))
+        .route("/dashboard/runs/reassign", post(reassign))
         .route("/dashboard/outbox/retry", post(retry_outbox))
 }
 

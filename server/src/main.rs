@@ -6,6 +6,7 @@ mod cli;
 mod config;
 mod console;
 mod dashboard;
+mod delegations;
 mod headers;
 mod live;
 mod mailer;

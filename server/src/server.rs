@@ -134,6 +134,7 @@ pub fn router(state: AppState) -> Router {
         .route("/t/{token}", axum::routing::post(console::decide_by_token))
         .route("/t/{token}/fresh", axum::routing::post(console::fresh_link))
         .merge(crate::dashboard::routes())
+        .merge(crate::delegations::routes())
         .merge(api::router(&state))
         .leptos_routes_with_context(&state, pages, context, shell)
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(

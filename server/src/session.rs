@@ -146,7 +146,8 @@ pub async fn load_principal(
         }
     }
     // A dashboard post's message is shown by the page drawn next, once.
-    if req.uri().path().starts_with("/dashboard") && req.method() == Method::GET && is_browser(&req) {
+    let flashed = req.uri().path().starts_with("/dashboard") || req.uri().path() == "/me/delegations";
+    if flashed && req.method() == Method::GET && is_browser(&req) {
         if let Ok(Some(flash)) = session.remove::<Flash>(crate::dashboard::FLASH_KEY).await {
             req.extensions_mut().insert(FlashMessage(flash));
         }

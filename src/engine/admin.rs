@@ -348,11 +348,12 @@ impl Engine {
             audit: audit
                 .into_iter()
                 .map(
-                    |(node_id, visit, principal, action, eligible_via, at, superseded)| {
+                    |(node_id, visit, principal, action, eligible_via, at, superseded, cast_by)| {
                         Ok(AuditRow {
                             node_id,
                             visit,
                             principal,
+                            cast_by,
                             action: action.parse()?,
                             eligible_via,
                             decided_at: rfc3339(at),

@@ -101,6 +101,9 @@ pub struct InboxFilter {
     pub sort: InboxSort,
     /// 1-based.
     pub page: usize,
+    /// The person whose decisions to list, who has delegated them to the
+    /// viewer now (`None`: the viewer's own).
+    pub on_behalf_of: Option<String>,
 }
 
 pub use tollgate_wire::inbox::{BulkResult, InboxItem};
@@ -120,6 +123,20 @@ pub struct InboxPage {
     /// Workflows and kinds among everything this person may decide (for the filters).
     pub workflows: Vec<String>,
     pub kinds: Vec<InterruptKind>,
+    /// Whose decisions these are when not the viewer's own.
+    pub on_behalf_of: Option<Voter>,
+    /// The live delegations to the viewer: people whose decisions they
+    /// take now, and interrupts reassigned to them.
+    pub delegated: Vec<tollgate_wire::delegation::Delegation>,
+}
+
+/// How the rules admit a person to decide: the ref, and the person whose
+/// seat they take when they decide in someone else's place.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Admission {
+    pub via: String,
+    pub on_behalf_of: Option<Voter>,
 }
 
 /// A person who may still vote on a gate.
@@ -133,7 +150,7 @@ pub struct Voter {
 
 /// Whether `principal` may decide an interrupt of `kind` with these stored
 /// rules; `holds_respond` as for [`ApprovalRules::eligibility`].
-fn eligible(
+pub(super) fn eligible(
     kind: InterruptKind,
     eligibility: &str,
     requesters: &[impl AsRef<str>],
@@ -234,10 +251,33 @@ impl Engine {
         let now = self.now();
         let narrow = narrow_of(filter, now)?;
         // Membership as it is now, the same entry the resolve path reads.
-        let principal = self
+        let viewer = self
             .principal(&principal.id)
             .await?
             .unwrap_or_else(|| principal.clone());
+        let delegated = self.delegated_to(&viewer).await?;
+        let mut narrow = narrow;
+        // Whose seat the page is for: the viewer's, or a delegator's.
+        let principal = match filter.on_behalf_of.as_deref() {
+            None => viewer.clone(),
+            Some(id) => {
+                let holds = delegated
+                    .iter()
+                    .any(|d| d.interrupt.is_none() && d.delegator == id);
+                let delegator = match self.principal(id).await? {
+                    Some(p) if holds && p.tenant == viewer.tenant => p,
+                    _ => {
+                        return Err(EngineError::Forbidden(format!(
+                            "{} does not hold {id}'s decisions now",
+                            viewer.id
+                        )))
+                    }
+                };
+                // A delegate never decides their own requests, whoever's seat.
+                narrow.not_owner = Some(viewer.id.clone());
+                delegator
+            }
+        };
         let store = &self.inner.store;
         let groups = store.inbox_groups(&principal.tenant, &principal.id).await?;
         let mut workflows = Vec::new();
@@ -353,6 +393,12 @@ impl Engine {
             pages,
             workflows,
             kinds,
+            on_behalf_of: (principal.id != viewer.id).then(|| Voter {
+                id: principal.id.clone(),
+                name: principal.name.clone(),
+                eligible_via: String::new(),
+            }),
+            delegated,
         })
     }
 
@@ -488,14 +534,14 @@ impl Engine {
         Ok(false)
     }
 
-    /// Whether `actor` may decide the latest interrupt at `node_id`: the ref
-    /// that admits them, or the reason they may not.
+    /// Whether `actor` may decide the latest interrupt at `node_id`: how the
+    /// rules admit them (in whose seat), or the reason they may not.
     pub async fn may_decide(
         &self,
         run_id: &RunId,
         node_id: &str,
         actor: &Actor,
-    ) -> Result<std::result::Result<String, String>> {
+    ) -> Result<std::result::Result<Admission, String>> {
         let view = self.inspect_interrupt(run_id, node_id, actor).await?;
         if view.status != InterruptStatus::Pending {
             return Ok(Err(format!("this interrupt is {}", view.status)));
@@ -507,7 +553,61 @@ impl Engine {
         let (eligibility, _) = self.stored_rules(&view.interrupt_id).await?;
         let requesters = self.requesters_of(run_id).await?;
         let holds = actor.allows(crate::auth::Scope::ApprovalsRespond);
-        Ok(eligible(view.kind, &eligibility, &requesters, &principal, holds).map_err(|e| e.to_string()))
+        if view.kind != InterruptKind::Approval || !holds {
+            return Ok(eligible(view.kind, &eligibility, &requesters, &principal, holds)
+                .map(|via| Admission {
+                    via,
+                    on_behalf_of: None,
+                })
+                .map_err(|e| e.to_string()));
+        }
+        // The same seat rule as the resolve (`delegation::seat`), delegations read now.
+        let rules: ApprovalRules = serde_json::from_str(&eligibility)
+            .map_err(|e| EngineError::Storage(format!("interrupts.eligibility: {e}")))?;
+        let delegators = self.delegators_for(&principal, &view.interrupt_id).await?;
+        Ok(
+            match crate::delegation::seat(&rules, &principal, &requesters, holds, || Ok(delegators.clone())) {
+                Ok(seat) => Ok(Admission {
+                    on_behalf_of: seat.cast_by.and_then(|_| {
+                        delegators.iter().find(|d| d.id == seat.holder).map(|d| Voter {
+                            id: d.id.clone(),
+                            name: d.name.clone(),
+                            eligible_via: seat.via.clone(),
+                        })
+                    }),
+                    via: seat.via,
+                }),
+                Err(e) => Err(e.to_string()),
+            },
+        )
+    }
+
+    /// The people whose seat `principal` may take on `interrupt_id` now, in
+    /// the order the resolve tries them.
+    pub(super) async fn delegators_for(
+        &self,
+        principal: &Principal,
+        interrupt_id: &str,
+    ) -> Result<Vec<Principal>> {
+        let live = self
+            .inner
+            .store
+            .delegations_to(&principal.tenant, &principal.id, self.now())
+            .await?;
+        let mut out = Vec::new();
+        for d in live {
+            if d.interrupt_id.as_deref().is_some_and(|i| i != interrupt_id) {
+                continue;
+            }
+            if let Some(p) = self
+                .principal(&d.delegator)
+                .await?
+                .filter(|p| p.tenant == principal.tenant)
+            {
+                out.push(p);
+            }
+        }
+        Ok(out)
     }
 
     /// The people of the run's tenant who may vote on a pending approval and
@@ -560,7 +660,7 @@ impl Engine {
         Ok(run.requesters())
     }
 
-    async fn stored_rules(&self, interrupt_id: &str) -> Result<(String, String)> {
+    pub(super) async fn stored_rules(&self, interrupt_id: &str) -> Result<(String, String)> {
         self.inner
             .store
             .rules_of(interrupt_id)

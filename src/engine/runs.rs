@@ -266,7 +266,10 @@ impl Engine {
                 run.status
             )));
         }
-        match decide(&run, &interrupt, &resume_value, actor, principal, now)? {
+        // A delegate's seat: read only when the caster is not eligible themselves.
+        let delegators =
+            || crate::store::delegations::delegators_of(conn, principal, &interrupt.interrupt_id, now);
+        match decide(&run, &interrupt, &resume_value, actor, principal, delegators, now)? {
             Decision::Recorded(writes) => {
                 crate::store::changes::apply(conn, writes)?;
                 Ok(Resolved {

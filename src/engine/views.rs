@@ -119,6 +119,7 @@ impl Engine {
             .map(|v| VoteView {
                 counted: !v.superseded && v.action.is_vote(),
                 principal: v.principal,
+                cast_by: v.cast_by,
                 action: v.action,
                 eligible_via: v.eligible_via,
                 decided_at: rfc3339(v.decided_at),

@@ -46,8 +46,8 @@ pub(crate) type RunTuple = (
 );
 /// (sequence, type, node_id, timestamp, payload).
 pub(crate) type EventTuple = (i64, String, Option<String>, Millis, String);
-/// (node_id, visit, principal, action, eligible_via, decided_at, superseded).
-pub(crate) type AuditTuple = (String, i64, String, String, String, Millis, i64);
+/// (node_id, visit, principal, action, eligible_via, decided_at, superseded, cast_by).
+pub(crate) type AuditTuple = (String, i64, String, String, String, Millis, i64, Option<String>);
 
 const RUN_COLUMNS: &str = "run_id, workflow_id, status, current_node_id, owner, created_at, completed_at";
 
@@ -257,7 +257,7 @@ impl Store {
     /// Every vote on a run's interrupts, in the order they were cast.
     pub(crate) async fn audit(&self, run_id: &str) -> Result<Vec<AuditTuple>> {
         Ok(sqlx::query_as(&self.q(
-            "SELECT i.node_id, i.visit, v.principal, v.action, v.eligible_via, v.decided_at, v.superseded \
+            "SELECT i.node_id, i.visit, v.principal, v.action, v.eligible_via, v.decided_at, v.superseded, v.cast_by \
              FROM votes v JOIN interrupts i ON i.interrupt_id = v.interrupt_id \
              WHERE i.run_id = ? ORDER BY v.decided_at, i.node_id, v.seq",
         ))

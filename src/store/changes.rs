@@ -68,14 +68,19 @@ pub(crate) enum Change {
         at: Millis,
     },
     /// The person's earlier counted vote is replaced by the one that follows.
+    /// The counted votes a new vote replaces: those in `seat`, and those `caster` cast.
     SupersedeVotes {
         interrupt_id: String,
-        principal: String,
+        seat: String,
+        caster: String,
     },
     Vote {
         interrupt_id: String,
         seq: i64,
+        /// The seat: whose vote this counts as.
         principal: String,
+        /// The delegate who cast it in `principal`'s seat.
+        cast_by: Option<String>,
         action: ApprovalAction,
         resume_value: String,
         eligible_via: String,
@@ -427,11 +432,13 @@ fn statements_of(change: Change, dialect: Dialect, out: &mut Vec<Statement>) {
         }
         Change::SupersedeVotes {
             interrupt_id,
-            principal,
+            seat,
+            caster,
         } => push(
-                out,
-            "UPDATE votes SET superseded = 1 WHERE interrupt_id = ? AND principal = ? AND action <> 'ask'",
-            vec![text(interrupt_id), text(principal)],
+            out,
+            "UPDATE votes SET superseded = 1 WHERE interrupt_id = ? AND action <> 'ask' \
+             AND (principal = ? OR cast_by = ? OR (principal = ? AND cast_by IS NULL))",
+            vec![text(interrupt_id), text(seat), text(caster.clone()), text(caster)],
             Table::Votes,
             Rows::UpdateMany,
         ),
@@ -439,6 +446,7 @@ fn statements_of(change: Change, dialect: Dialect, out: &mut Vec<Statement>) {
             interrupt_id,
             seq,
             principal,
+            cast_by,
             action,
             resume_value,
             eligible_via,
@@ -447,11 +455,12 @@ fn statements_of(change: Change, dialect: Dialect, out: &mut Vec<Statement>) {
             let key = format!("{interrupt_id} {seq}");
             push(
                 out,
-                "INSERT INTO votes (interrupt_id, seq, principal, action, resume_value, eligible_via, decided_at, superseded) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
+                "INSERT INTO votes (interrupt_id, seq, principal, cast_by, action, resume_value, eligible_via, decided_at, superseded) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
                 vec![
                     text(interrupt_id),
                     int(seq),
                     text(principal),
+                    opt_text(cast_by),
                     text(action.as_str()),
                     text(resume_value),
                     text(eligible_via),
@@ -685,6 +694,7 @@ mod tests {
             interrupt_id: "i1".into(),
             seq,
             principal: "ann".into(),
+            cast_by: None,
             action: ApprovalAction::Accept,
             resume_value: "{}".into(),
             eligible_via: "approvers".into(),
@@ -705,7 +715,8 @@ mod tests {
         let changes = vec![
             Change::SupersedeVotes {
                 interrupt_id: "i1".into(),
-                principal: "ann".into(),
+                seat: "ann".into(),
+                caster: "ann".into(),
             },
             vote(2),
             resolve("i1"),

@@ -171,6 +171,8 @@ pub(crate) struct Narrow {
     pub no_deadline: bool,
     /// A `LIKE` pattern over the lower-cased title and request, `\` escaping.
     pub pattern: Option<String>,
+    /// Leave out this person's own requests (a delegate's view of another's inbox).
+    pub not_owner: Option<String>,
 }
 
 impl Narrow {
@@ -179,6 +181,7 @@ impl Narrow {
             && self.deadline_by.is_none()
             && !self.no_deadline
             && self.pattern.is_none()
+            && self.not_owner.is_none()
     }
 
     /// The `AND …` conditions, each with a `?` bound by [`Narrow::bind`].
@@ -199,6 +202,9 @@ impl Narrow {
                 " AND (LOWER(i.title) LIKE ? ESCAPE '\\' OR LOWER(COALESCE(i.request, '')) LIKE ? ESCAPE '\\')",
             );
         }
+        if self.not_owner.is_some() {
+            sql.push_str(" AND i.owner_subject <> ?");
+        }
         sql
     }
 
@@ -211,6 +217,9 @@ impl Narrow {
         }
         if let Some(p) = &self.pattern {
             q = q.bind(p.as_str()).bind(p.as_str());
+        }
+        if let Some(o) = &self.not_owner {
+            q = q.bind(o.as_str());
         }
         q
     }

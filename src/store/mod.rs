@@ -13,6 +13,7 @@
 pub(crate) mod admin;
 pub(crate) mod changes;
 pub(crate) mod conversations;
+pub(crate) mod delegations;
 pub(crate) mod directory;
 pub(crate) mod idempotency;
 pub(crate) mod inbox;

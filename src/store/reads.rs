@@ -16,6 +16,7 @@ use tollgate_wire::{ApprovalAction, InterruptKind, InterruptStatus, NodeStatus};
 #[derive(Debug, Clone)]
 pub(crate) struct StoredVote {
     pub principal: String,
+    pub cast_by: Option<String>,
     pub action: ApprovalAction,
     pub eligible_via: String,
     pub decided_at: Millis,
@@ -23,6 +24,9 @@ pub(crate) struct StoredVote {
     pub superseded: bool,
     pub resume_value: Value,
 }
+
+/// A vote's columns: (principal, action, eligible_via, decided_at, superseded, resume_value, cast_by).
+type VoteColumns = (String, String, String, Millis, i64, String, Option<String>);
 
 /// Which interrupts of a tenant a listing wants.
 pub(crate) struct InterruptQuery<'a> {
@@ -112,24 +116,27 @@ impl Store {
 
     /// The votes on an interrupt, in the order they were cast.
     pub(crate) async fn votes(&self, interrupt_id: &str) -> Result<Vec<StoredVote>> {
-        let rows: Vec<(String, String, String, Millis, i64, String)> = sqlx::query_as(&self.q(
-            "SELECT principal, action, eligible_via, decided_at, superseded, resume_value FROM votes WHERE interrupt_id = ? ORDER BY seq",
+        let rows: Vec<VoteColumns> = sqlx::query_as(&self.q(
+            "SELECT principal, action, eligible_via, decided_at, superseded, resume_value, cast_by FROM votes WHERE interrupt_id = ? ORDER BY seq",
         ))
         .bind(interrupt_id)
         .fetch_all(&self.read)
         .await?;
         rows.into_iter()
-            .map(|(principal, action, eligible_via, decided_at, superseded, rv)| {
-                Ok(StoredVote {
-                    action: action.parse()?,
-                    resume_value: serde_json::from_str(&rv)
-                        .map_err(|e| EngineError::Storage(format!("votes.resume_value: {e}")))?,
-                    principal,
-                    eligible_via,
-                    decided_at,
-                    superseded: superseded != 0,
-                })
-            })
+            .map(
+                |(principal, action, eligible_via, decided_at, superseded, rv, cast_by)| {
+                    Ok(StoredVote {
+                        cast_by,
+                        action: action.parse()?,
+                        resume_value: serde_json::from_str(&rv)
+                            .map_err(|e| EngineError::Storage(format!("votes.resume_value: {e}")))?,
+                        principal,
+                        eligible_via,
+                        decided_at,
+                        superseded: superseded != 0,
+                    })
+                },
+            )
             .collect()
     }
 

@@ -203,15 +203,15 @@ static LOAD_RUN_FOR_UPDATE_PG: LazyLock<String> = LazyLock::new(|| {
 /// The newest interrupt of a node with its votes as JSON (`votes_json`).
 static LATEST_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_group_array(json_array(principal, action, superseded, is_override, json(resume_value))) FROM \
-           (SELECT v.principal, v.action, v.superseded, COALESCE(p.is_override, 0) AS is_override, v.resume_value FROM votes v \
+        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_group_array(json_array(principal, action, superseded, is_override, json(resume_value), cast_by)) FROM \
+           (SELECT v.principal, v.action, v.superseded, CASE WHEN v.cast_by IS NULL THEN COALESCE(p.is_override, 0) ELSE 0 END AS is_override, v.resume_value, v.cast_by FROM votes v \
             LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = interrupts.interrupt_id ORDER BY v.seq)) AS votes_json \
          FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
     )
 });
 static LATEST_INTERRUPT_PG: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_agg(json_build_array(v.principal, v.action, v.superseded, COALESCE(p.is_override, 0), v.resume_value::json) ORDER BY v.seq)::text \
+        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_agg(json_build_array(v.principal, v.action, v.superseded, CASE WHEN v.cast_by IS NULL THEN COALESCE(p.is_override, 0) ELSE 0 END, v.resume_value::json, v.cast_by) ORDER BY v.seq)::text \
            FROM votes v LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = interrupts.interrupt_id) AS votes_json \
          FROM interrupts WHERE run_id = $1 AND node_id = $2 ORDER BY visit DESC LIMIT 1"
     )

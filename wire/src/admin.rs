@@ -107,7 +107,11 @@ pub struct TimelineEvent {
 pub struct AuditRow {
     pub node_id: String,
     pub visit: i64,
+    /// The seat: whose vote it counts as.
     pub principal: String,
+    /// The delegate who cast it in `principal`'s place, if someone else did.
+    #[serde(default)]
+    pub cast_by: Option<String>,
     pub action: ApprovalAction,
     pub eligible_via: String,
     pub decided_at: String,

@@ -12,6 +12,7 @@
 mod text_enum;
 
 pub mod admin;
+pub mod delegation;
 pub mod directory;
 pub mod event;
 pub mod ids;

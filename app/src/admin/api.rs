@@ -51,6 +51,18 @@ pub struct TimelineData {
     /// Where the dashboard posts go for this run (`/dashboard/runs/{encoded}`).
     pub href: String,
     pub flash: Option<Flash>,
+    /// The pending approval a seat on it can be reassigned, with the tenant's people (id, name).
+    #[serde(default)]
+    pub reassign: Option<Reassign>,
+}
+
+/// What the run page's "Reassign a seat" form offers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reassign {
+    pub node_id: String,
+    pub title: String,
+    pub people: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -153,10 +165,31 @@ pub async fn load_run_timeline(run: String) -> Result<TimelineData, ServerFnErro
     let me = admin_actor()?;
     let run_id = tollgate::ids::parse_run_id(&run).map_err(fail)?;
     let timeline = engine.run_timeline(&me, &run_id).await.map_err(fail)?;
+    // A run waiting at an approval: its seats can be moved to someone else.
+    let reassign = match timeline.run.current_node_id.clone() {
+        Some(node) if timeline.run.status == tollgate::RunStatus::WaitingApproval => {
+            let view = engine
+                .inspect_interrupt(&run_id, &node, &me)
+                .await
+                .map_err(fail)?;
+            let mut people = engine.colleagues(&me).await.map_err(fail)?;
+            people.push((me.principal.id.clone(), me.principal.name.clone()));
+            people.sort();
+            (view.status == tollgate::InterruptStatus::Pending
+                && view.kind == tollgate::InterruptKind::Approval)
+                .then_some(Reassign {
+                    node_id: node,
+                    title: view.title,
+                    people,
+                })
+        }
+        _ => None,
+    };
     Ok(TimelineData {
         timeline,
         href: run_href(&run_id),
         flash: take_flash(),
+        reassign,
     })
 }
 

@@ -95,7 +95,7 @@ fn thead(columns: &[&'static str]) -> impl IntoView {
     }
 }
 
-fn flash_view(flash: Option<Flash>) -> Option<AnyView> {
+pub(crate) fn flash_view(flash: Option<Flash>) -> Option<AnyView> {
     flash.map(|f| {
         let class = if f.ok {
             "rounded-md border border-emerald-200 bg-emerald-50 p-4 text-emerald-900"
@@ -355,6 +355,37 @@ pub fn RunTimeline() -> impl IntoView {
     }
 }
 
+/// "Reassign a seat": moves one person's seat on the run's pending approval
+/// to another person (the engine checks that the first has one).
+fn reassign_form(run_id: &str, r: api::Reassign) -> impl IntoView {
+    let options = |r: &api::Reassign| {
+        r.people
+            .iter()
+            .map(|(id, name)| view! { <option value=id.clone()>{format!("{name} ({id})")}</option> })
+            .collect_view()
+    };
+    view! {
+        <form method="post" action="/dashboard/runs/reassign" id="reassign-form" class="mt-4 flex flex-wrap items-end gap-3 border-t border-slate-100 pt-4" aria-label=format!("Reassign a seat on {}", r.title)>
+            <input type="hidden" name="run" value=run_id.to_string() />
+            <input type="hidden" name="node" value=r.node_id.clone() />
+            <p class="w-full text-sm text-slate-700">{format!("Reassign a seat on “{}”: the new person decides in the other's place on this request only.", r.title)}</p>
+            <div>
+                <label for="reassign-from" class="block text-sm font-medium text-slate-800">"From"</label>
+                <select id="reassign-from" name="from" class=SELECT>{options(&r)}</select>
+            </div>
+            <div>
+                <label for="reassign-to" class="block text-sm font-medium text-slate-800">"To"</label>
+                <select id="reassign-to" name="to" class=SELECT>{options(&r)}</select>
+            </div>
+            <div>
+                <label for="reassign-reason" class="block text-sm font-medium text-slate-800">"Reason (optional)"</label>
+                <input id="reassign-reason" name="reason" type="text" maxlength="500" class=SELECT />
+            </div>
+            <button type="submit" id="reassign-submit" class=BUTTON_SECONDARY>"Reassign"</button>
+        </form>
+    }
+}
+
 fn timeline_view(d: TimelineData, cancelling: bool) -> AnyView {
     let t = d.timeline;
     let run = t.run;
@@ -373,6 +404,7 @@ fn timeline_view(d: TimelineData, cancelling: bool) -> AnyView {
                 <div><dt class="text-slate-600">"Started"</dt><dd><When at=run.created_at.clone() /></dd></div>
             </dl>
             {cancel}
+            {d.reassign.map(|r| reassign_form(&run.run_id, r))}
             {t.error.map(|e| view! {
                 <p role="alert" class="mt-3 rounded-md border border-red-200 bg-red-50 p-3 text-sm text-red-800">
                     {e["message"].as_str().map(str::to_string).unwrap_or_else(|| e.to_string())}
@@ -393,7 +425,10 @@ fn timeline_view(d: TimelineData, cancelling: bool) -> AnyView {
                                 {t.audit.into_iter().map(|a| view! {
                                     <tr data-principal=a.principal.clone()>
                                         <td class=TD>{format!("{} (visit {})", a.node_id, a.visit)}</td>
-                                        <td class=TD>{a.principal.clone()}</td>
+                                        <td class=TD>
+                                            {a.principal.clone()}
+                                            {a.cast_by.clone().map(|by| view! { <span class="on-behalf block text-xs text-slate-600" data-cast-by=by.clone()>{format!("cast by {by} on behalf of {}", a.principal)}</span> })}
+                                        </td>
                                         <td class=TD>{a.action.as_str()}{(!a.counted).then_some(" (replaced)")}</td>
                                         <td class=format!("{TD} font-mono text-xs")>{a.eligible_via.clone()}</td>
                                         <td class=TD><When at=a.decided_at.clone() /></td>

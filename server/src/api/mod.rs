@@ -2,6 +2,7 @@
 //! map the result; no domain rule lives here.
 
 pub mod admin;
+pub mod delegations;
 pub mod discovery;
 pub mod edge;
 pub mod error;

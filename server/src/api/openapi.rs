@@ -38,6 +38,10 @@ Errors use the closed envelope `{error, message, details?}`; every protocol resp
         super::workflows::put,
         super::admin::list_outbox,
         super::admin::retry_outbox,
+        super::delegations::list,
+        super::delegations::create,
+        super::delegations::revoke,
+        super::delegations::reassign,
     ),
     components(schemas(
         schema::ErrorEnvelope,
@@ -77,6 +81,12 @@ Errors use the closed envelope `{error, message, details?}`; every protocol resp
         schema::OutboxKind,
         schema::OutboxStatus,
         schema::EventStream,
+        schema::DelegationRequest,
+        schema::ReassignRequest,
+        schema::ReassignedInterrupt,
+        schema::DelegationState,
+        schema::Delegation,
+        schema::DelegationList,
     )),
     modifiers(&Security),
     tags(
@@ -87,6 +97,7 @@ Errors use the closed envelope `{error, message, details?}`; every protocol resp
         (name = "discovery", description = "OpenWOP discovery"),
         (name = "operations", description = "Health, metrics and this document"),
         (name = "admin", description = "Administration (scope `admin`): the outbox of emails and run callbacks"),
+        (name = "delegations", description = "Delegation: a person's decisions taken by another person of the tenant for a period, and an admin's reassignment of one pending approval's seat"),
     )
 )]
 pub struct ApiDoc;

@@ -18,6 +18,7 @@ macro_rules! api_route_table {
             GET "/runs/{runId}/events" => events::stream,
             GET "/runs/{runId}/events/poll" => events::poll,
             POST "/runs/{runId}/interrupts/{nodeId}" => runs::resolve,
+            POST "/runs/{runId}/interrupts/{nodeId}/reassign" => delegations::reassign,
             GET "/runs/{runId}/interrupts/{nodeId}" => runs::inspect,
             GET "/interrupts" => runs::list_interrupts,
             GET "/interrupts/{token}" => tokens::inspect,
@@ -26,6 +27,9 @@ macro_rules! api_route_table {
             GET "/workflows" => workflows::list,
             GET "/workflows/{workflowId}" => workflows::get,
             PUT "/workflows/{workflowId}" => workflows::put,
+            GET "/delegations" => delegations::list,
+            POST "/delegations" => delegations::create,
+            POST "/delegations/{delegationId}/revoke" => delegations::revoke,
             GET "/admin/outbox" => admin::list_outbox,
             POST "/admin/outbox/{outboxId}/retry" => admin::retry_outbox,
         }

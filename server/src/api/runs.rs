@@ -266,7 +266,7 @@ pub struct InspectQuery {
 }
 
 /// A node id from the path: 400 naming `nodeId` when it is not of the grammar.
-fn parse_node_id(s: &str) -> ApiResult<String> {
+pub(super) fn parse_node_id(s: &str) -> ApiResult<String> {
     if tollgate::ids::is_node_id(s) {
         Ok(s.to_string())
     } else {

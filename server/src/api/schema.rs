@@ -226,7 +226,10 @@ pub struct ResolveResponse {
 #[derive(ToSchema)]
 #[schema(rename_all = "camelCase")]
 pub struct Vote {
+    /// The seat: whose vote it counts as.
     pub principal: String,
+    /// The delegate who cast it in `principal`'s place (delegation or reassignment), if someone else did.
+    pub cast_by: Option<String>,
     pub action: String,
     /// The eligibility ref that admitted the vote (`principal:…`, `group:…`, `role:…`, `override`).
     pub eligible_via: String,
@@ -536,4 +539,83 @@ pub struct OutboxMessage {
 #[derive(ToSchema)]
 pub struct OutboxList {
     pub items: Vec<OutboxMessage>,
+}
+
+/// `POST /delegations` body.
+#[derive(ToSchema, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DelegationRequest {
+    /// The person who takes the decisions (a principal id of the caller's tenant with a console password or an email address).
+    #[schema(min_length = 1, max_length = 128)]
+    pub delegate: String,
+    /// Whose decisions; default the caller. Anyone else needs `admin`.
+    #[schema(min_length = 1, max_length = 128)]
+    pub delegator: Option<String>,
+    /// RFC 3339; default now (an earlier instant is now).
+    pub starts_at: Option<String>,
+    /// RFC 3339, exclusive; after `startsAt` and now, at most 366 days after `startsAt`.
+    pub ends_at: String,
+    #[schema(max_length = 500)]
+    pub reason: Option<String>,
+}
+
+/// `POST /runs/{runId}/interrupts/{nodeId}/reassign` body.
+#[derive(ToSchema, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReassignRequest {
+    /// The person whose seat moves: one the gate admits.
+    #[schema(min_length = 1, max_length = 128)]
+    pub from: String,
+    /// The person who takes it (not one whose request the run is).
+    #[schema(min_length = 1, max_length = 128)]
+    pub to: String,
+    #[schema(max_length = 500)]
+    pub reason: Option<String>,
+}
+
+/// The interrupt a reassignment is for.
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub struct ReassignedInterrupt {
+    pub run_id: String,
+    pub node_id: String,
+    pub title: String,
+}
+
+/// Where a delegation stands.
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum DelegationState {
+    Upcoming,
+    Active,
+    Ended,
+    Revoked,
+}
+
+/// A delegation (host extension): the delegate votes in the delegator's
+/// seat; quorum counts seats, and one person holds at most one counted vote.
+#[derive(ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub struct Delegation {
+    pub delegation_id: String,
+    pub delegator: String,
+    pub delegator_name: String,
+    pub delegate: String,
+    pub delegate_name: String,
+    pub starts_at: String,
+    pub ends_at: Option<String>,
+    /// Set for a reassignment of one pending interrupt.
+    pub interrupt: Option<ReassignedInterrupt>,
+    pub reason: Option<String>,
+    pub created_by: String,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+    pub revoked_by: Option<String>,
+    pub state: DelegationState,
+}
+
+/// `GET /delegations`.
+#[derive(ToSchema)]
+pub struct DelegationList {
+    pub items: Vec<Delegation>,
 }

@@ -20,8 +20,10 @@ use std::path::PathBuf;
 pub enum Command {
     /// Start, inspect, resume, cancel and follow runs on a running server.
     Run(RunArgs),
-    /// List interrupts on a running server.
+    /// List interrupts on a running server; reassign a seat on one.
     Interrupt(InterruptArgs),
+    /// Hand your decisions to someone else for a while, list and end delegations.
+    Delegation(DelegationArgs),
     /// Print the JSON Schema of a shape Tollgate accepts or emits.
     Schema {
         /// Which shape.
@@ -155,6 +157,65 @@ enum InterruptCommand {
         /// At most this many.
         #[arg(long)]
         limit: Option<i64>,
+    },
+    /// Move one person's seat on a pending approval to another person
+    /// (POST /runs/{runId}/interrupts/{nodeId}/reassign; needs `admin`).
+    /// The new person may then vote in the old one's place on that
+    /// interrupt only, and is mailed a link; prints the delegation.
+    Reassign {
+        /// The run id (`tenant/opaque` or `tenant~2Fopaque`).
+        run_id: String,
+        /// The interrupt's node id.
+        node_id: String,
+        /// Whose seat (a person the gate admits).
+        #[arg(long)]
+        from: String,
+        /// Who takes it.
+        #[arg(long)]
+        to: String,
+        /// Why (kept with the delegation).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+#[derive(Args)]
+pub struct DelegationArgs {
+    #[command(flatten)]
+    remote: Remote,
+    #[command(subcommand)]
+    command: DelegationCommand,
+}
+
+#[derive(Subcommand)]
+enum DelegationCommand {
+    /// Delegations the key's principal gave or was given (GET /delegations); `--all`: the tenant's (admin).
+    List {
+        #[arg(long)]
+        all: bool,
+    },
+    /// Hand decisions to DELEGATE until --until (POST /delegations). The
+    /// delegate votes in your seat: one vote per seat and per person, never
+    /// on their own requests or yours.
+    Add {
+        /// Who takes the decisions (a person of your tenant).
+        delegate: String,
+        /// When it ends, RFC 3339 (e.g. 2026-12-24T00:00:00Z); at most 366 days.
+        #[arg(long)]
+        until: String,
+        /// When it starts, RFC 3339 (default now).
+        #[arg(long)]
+        from: Option<String>,
+        /// Whose decisions (default the key's principal; anyone else needs `admin`).
+        #[arg(long = "for")]
+        delegator: Option<String>,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// End a delegation now (POST /delegations/{id}/revoke).
+    Revoke {
+        /// The delegation id.
+        id: String,
     },
 }
 
@@ -432,6 +493,7 @@ fn execute(command: Command) -> anyhow::Result<i32> {
         }) => block_on(remote::put_workflow(remote, file)),
         Command::Run(args) => block_on(remote::run(args.remote, args.command)),
         Command::Interrupt(args) => block_on(remote::interrupt(args.remote, args.command)),
+        Command::Delegation(args) => block_on(remote::delegation(args.remote, args.command)),
         Command::Token(TokenArgs {
             command:
                 TokenCommand::Mint {

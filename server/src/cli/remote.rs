@@ -1,6 +1,8 @@
 //! Commands that talk to a running server over the REST API.
 
-use super::{json_arg, print_json, read_file, IntentArg, InterruptCommand, Remote, RunCommand};
+use super::{
+    json_arg, print_json, read_file, DelegationCommand, IntentArg, InterruptCommand, Remote, RunCommand,
+};
 use anyhow::{anyhow, bail, Context};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -277,7 +279,52 @@ pub(super) async fn interrupt(remote: Remote, command: InterruptCommand) -> anyh
             ]);
             print_json(&client.get(&format!("/interrupts{q}")).await?);
         }
+        InterruptCommand::Reassign {
+            run_id,
+            node_id,
+            from,
+            to,
+            reason,
+        } => {
+            let path = format!("/runs/{}/interrupts/{}/reassign", run_seg(&run_id), seg(&node_id));
+            let body = json!({"from": from, "to": to, "reason": reason});
+            print_json(&client.call(Method::POST, &path, Some(&body), &[]).await?);
+        }
     }
+    Ok(0)
+}
+
+pub(super) async fn delegation(remote: Remote, command: DelegationCommand) -> anyhow::Result<i32> {
+    let client = Client::new(&remote)?;
+    let answer = match command {
+        DelegationCommand::List { all } => {
+            let q = if all { "?all=true" } else { "" };
+            client.get(&format!("/delegations{q}")).await?
+        }
+        DelegationCommand::Add {
+            delegate,
+            until,
+            from,
+            delegator,
+            reason,
+        } => {
+            let body = json!({
+                "delegate": delegate,
+                "endsAt": until,
+                "startsAt": from,
+                "delegator": delegator,
+                "reason": reason,
+            });
+            client
+                .call(Method::POST, "/delegations", Some(&body), &[])
+                .await?
+        }
+        DelegationCommand::Revoke { id } => {
+            let path = format!("/delegations/{}/revoke", seg(&id));
+            client.call(Method::POST, &path, Some(&json!({})), &[]).await?
+        }
+    };
+    print_json(&answer);
     Ok(0)
 }
 
