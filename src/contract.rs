@@ -64,6 +64,16 @@ impl CompiledContract {
     pub fn validate_resume(&self, value: &Value) -> Result<()> {
         validate_with(&self.resume, value, "resumeValue")
     }
+
+    /// An `edit-accept`'s edited data, checked against the `requestSchema`
+    /// the console drew it from, when the gate declared one (the open
+    /// default admits any object and says nothing about the artifact).
+    pub fn validate_edited(&self, edited: &Value) -> Result<()> {
+        if self.contract.request_schema == object_schema() {
+            return Ok(());
+        }
+        validate_with(&self.request, edited, "resumeValue.editedArtifactData")
+    }
 }
 
 impl Contract {

@@ -1314,7 +1314,13 @@ pub(crate) fn decide(
             delegators,
         )?;
         let parsed = approval::parse_resume(rules, resume_value)?;
-        crate::contract::cached(&interrupt.contract)?.validate_resume(resume_value)?;
+        let contract = crate::contract::cached(&interrupt.contract)?;
+        contract.validate_resume(resume_value)?;
+        if parsed.action == ApprovalAction::EditAccept {
+            if let Some(edited) = resume_value.get("editedArtifactData") {
+                contract.validate_edited(edited)?;
+            }
+        }
         let earlier: Vec<StoredBallot> =
             serde_json::from_str(interrupt.votes_json.as_deref().unwrap_or("[]"))
                 .map_err(|e| EngineError::Storage(format!("votes of {}: {e}", interrupt.interrupt_id)))?;
@@ -1632,6 +1638,51 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn edited_data_is_checked_against_the_declared_request_schema() {
+        let node = gate(json!({
+            "title": "Q", "actions": ["accept", "edit-accept"], "approverGroupRefs": ["finance"],
+            "requestSchema": {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer", "maximum": 500}}}
+        }));
+        let row = interrupt_row(node, json!([]));
+        let ann = person("ann", &["finance"]);
+        let edit = |data: Value| {
+            vote(
+                &ann,
+                &row,
+                json!({"action": "edit-accept", "editedArtifactData": data}),
+            )
+        };
+        for (data, field) in [
+            (json!({"amount": "lots"}), "resumeValue.editedArtifactData.amount"),
+            (json!({"amount": 900}), "resumeValue.editedArtifactData.amount"),
+            (json!({}), "resumeValue.editedArtifactData.amount"),
+        ] {
+            match edit(data.clone()) {
+                Err(EngineError::Validation { field: Some(f), .. }) => assert_eq!(f, field, "{data}"),
+                Err(other) => panic!("{data}: {other}"),
+                Ok(_) => panic!("{data}: accepted"),
+            }
+        }
+        assert!(matches!(
+            edit(json!({"amount": 300})),
+            Ok(Decision::Resolve { .. })
+        ));
+        // Without a declared request schema the edited data is not judged by shape.
+        let open = interrupt_row(
+            gate(
+                json!({"title": "Q", "actions": ["accept", "edit-accept"], "approverGroupRefs": ["finance"]}),
+            ),
+            json!([]),
+        );
+        let free = vote(
+            &ann,
+            &open,
+            json!({"action": "edit-accept", "editedArtifactData": {"anything": [1]}}),
+        );
+        assert!(matches!(free, Ok(Decision::Resolve { .. })));
     }
 
     #[test]
