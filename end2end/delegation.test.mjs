@@ -95,12 +95,15 @@ for (const js of [false, true]) {
       assert.equal(await page.locator(`#inbox a[href="${path}"]`).count(), 0);
       await Promise.all([page.waitForNavigation(), page.click('#for-ada')]);
       assert.match(page.url(), /[?&]for=ada/);
+      // With JavaScript the router navigates in place: wait for the new page's data.
+      await page.waitForSelector('#inbox-count:has-text("Ada Lovelace")');
       assert.match(await page.textContent('#inbox-count'), /waiting for Ada Lovelace/);
       if (js) {
         await waitForHydration(page);
         assert.deepEqual(await axe(page), []);
       }
       await Promise.all([page.waitForNavigation(), page.click(`#inbox a[href="${path}"]`)]);
+      await page.waitForSelector('#in-place-of');
       assert.match(await page.textContent('#in-place-of'), /in Ada Lovelace's place/);
       if (js) await waitForHydration(page);
       await submit(page, '#action-accept');
@@ -153,6 +156,12 @@ test('bad delegation forms are refused in words, and nothing is created', async 
 
 for (const js of [false, true]) {
   test(`an admin reassigns Grace's seat on one request to Linus from the dashboard (JavaScript ${js ? 'on' : 'off'})`, async () => {
+    // Whatever an earlier test left: no live delegation.
+    for (const d of (await api(server.url, 'GET', '/delegations?all=true')).body.items) {
+      if (d.state === 'active' || d.state === 'upcoming') {
+        await api(server.url, 'POST', `/delegations/${d.delegationId}/revoke`, {});
+      }
+    }
     const { runId, path } = await startRun();
     const other = await startRun();
     const admin = await personPage('ada', js);
@@ -180,6 +189,7 @@ for (const js of [false, true]) {
       const link = linus.page.locator(`#reassigned a[href="${path}"]`);
       assert.equal(await link.count(), 1);
       await Promise.all([linus.page.waitForNavigation(), link.click()]);
+      await linus.page.waitForSelector('#in-place-of');
       assert.match(await linus.page.textContent('#in-place-of'), /in Grace Hopper's place/);
       if (js) await waitForHydration(linus.page);
       await submit(linus.page, '#action-accept');

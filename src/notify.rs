@@ -90,6 +90,31 @@ pub fn recipients(notice: &Notice<'_>, directory: &[Principal]) -> Vec<Principal
         .collect()
 }
 
+/// Those told, and the delegates of those told: whoever handed their
+/// decisions to someone (`delegations`: live (delegator, delegate) pairs)
+/// has that someone told too — once, with an address, never about their
+/// own request. The delegate's own eligibility is decided when they vote.
+pub fn with_delegates(
+    told: Vec<Principal>,
+    delegations: &[(String, String)],
+    directory: &[Principal],
+    requester: &str,
+) -> Vec<Principal> {
+    let mut out = told;
+    for (delegator, delegate) in delegations {
+        if delegate == requester
+            || !out.iter().any(|p| p.id == *delegator)
+            || out.iter().any(|p| p.id == *delegate)
+        {
+            continue;
+        }
+        if let Some(p) = directory.iter().find(|p| p.id == *delegate) {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +153,32 @@ mod tests {
             audience,
             requester: owner,
         }
+    }
+
+    #[test]
+    fn a_delegate_is_told_with_the_delegator_once_and_never_about_their_own_request() {
+        let dir = directory();
+        let told = vec![dir[0].clone()]; // ann
+        let pairs = [
+            ("ann".to_string(), "dan".to_string()),
+            ("ann".to_string(), "bob".to_string()),
+            ("bob".to_string(), "own".to_string()), // bob was not told himself
+            ("ann".to_string(), "nobody".to_string()),
+        ];
+        assert_eq!(
+            ids(with_delegates(told.clone(), &pairs, &dir, "own")),
+            ["ann", "dan", "bob"]
+        );
+        // The requester is never told about their own request, and nobody twice.
+        let twice = [
+            ("ann".to_string(), "dan".to_string()),
+            ("ann".to_string(), "dan".to_string()),
+        ];
+        assert_eq!(
+            ids(with_delegates(told.clone(), &twice, &dir, "own")),
+            ["ann", "dan"]
+        );
+        assert_eq!(ids(with_delegates(told, &twice, &dir, "dan")), ["ann"]);
     }
 
     fn directory() -> Vec<Principal> {

@@ -733,7 +733,9 @@ impl<'a> Exec<'a> {
             requester: &requester,
         };
         let directory = load_directory(self.conn, &self.run.tenant)?;
-        for p in crate::notify::recipients(&notice, &directory) {
+        let told = crate::notify::recipients(&notice, &directory);
+        let delegations = crate::store::delegations::live_pairs(self.conn, &self.run.tenant, self.now)?;
+        for p in crate::notify::with_delegates(told, &delegations, &directory, &requester) {
             self.changes.push(Change::Email {
                 reason,
                 run_id: self.run.run_id.clone(),

@@ -177,8 +177,23 @@ async fn a_delegate_votes_in_the_delegators_seat_and_quorum_counts_seats() {
         .unwrap();
     assert!(resolved.payload.get("x-tollgate-onBehalfOf").is_none());
 
-    // A deciding vote by a delegate is marked on the event.
+    // A deciding vote by a delegate is marked on the event; the delegate is
+    // mailed about new requests with the delegator, but not about their own.
     let run = start_as(e, "owner", "pair").await;
+    let mailed = |run: RunId| async move {
+        let mut to: Vec<String> = e
+            .outbox_recent(100)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|m| m.run_id == run.as_str())
+            .map(|m| m.recipient)
+            .collect();
+        to.sort();
+        to
+    };
+    assert_eq!(mailed(run.clone()).await, ["ann", "bob", "dan"]);
+    assert_eq!(mailed(start_as(e, "dan", "pair").await).await, ["ann", "bob"]);
     vote(e, "bob", &run, "accept").await.unwrap();
     assert_eq!(vote(e, "dan", &run, "accept").await.unwrap(), "completed");
     let timeline = e.run_timeline(&session(e, "root").await, &run).await.unwrap();
@@ -508,4 +523,22 @@ async fn an_admin_reassigns_one_pending_seat_and_nothing_more() {
         .unwrap();
     vote(e, "dan", &third, "accept").await.unwrap();
     assert_eq!(seats(e, &third).await, [("bob".into(), Some("dan".into()))]);
+    // Dan's inbox names both: Ann's inbox, and the request reassigned to him while it is pending.
+    let fourth = start_as(e, "owner", "pair").await;
+    e.reassign(&root, &fourth, "gate", "bob", "dan", None)
+        .await
+        .unwrap();
+    let page = e
+        .pending_for(&person(e, "dan").await, &InboxFilter::default())
+        .await
+        .unwrap();
+    let reassigned: Vec<_> = page
+        .delegated
+        .iter()
+        .filter_map(|d| d.interrupt.clone())
+        .collect();
+    // The third run (still pending: one seat of two) and the fourth.
+    assert_eq!(reassigned.len(), 2, "{:?}", page.delegated);
+    assert!(reassigned.iter().any(|i| i.run_id == fourth.as_str()));
+    assert_eq!(page.delegated.len(), 3);
 }

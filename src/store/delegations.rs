@@ -87,6 +87,19 @@ pub(crate) fn delegators_of(
         .collect()
 }
 
+/// The tenant's live whole-period delegations at `now` as (delegator,
+/// delegate), for telling delegates about new requests.
+pub(crate) fn live_pairs(conn: &WriteConn, tenant: &str, now: Millis) -> Result<Vec<(String, String)>> {
+    conn.query_map(
+        &format!(
+            "SELECT d.delegator, d.delegate FROM delegations d WHERE d.tenant = ? AND d.interrupt_id IS NULL AND {LIVE} \
+             ORDER BY d.created_at, d.delegation_id"
+        ),
+        args![tenant, now, now],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+}
+
 pub(crate) fn insert(conn: &WriteConn, d: &NewDelegationRow) -> Result<()> {
     conn.execute(
         "INSERT INTO delegations (delegation_id, tenant, delegator, delegate, starts_at, ends_at, interrupt_id, reason, created_by, created_at) \
