@@ -225,7 +225,7 @@ parameters = {{ "path.runId" = {{ dictionary = "terminal_runs", probability = 0.
 # Semantic checks the schema cannot state (docs/api.md, "Fuzzing"): a
 # schema-valid body may still be refused with 400 naming the member.
 [[operations]]
-include-operation-id-regex = "^(createRun|resolveInterruptByRun|resolveInterruptByToken|putWorkflow)$"
+include-operation-id-regex = "^(createRun|resolveInterruptByRun|resolveInterruptByToken|putWorkflow|createDelegation|reassignInterrupt)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "410", "429", "5xx"]
 """
 
