@@ -33,15 +33,18 @@ pub struct Seat {
 
 /// The seat `caster` votes in on an approval gate: their own when the rules
 /// admit them, else the first delegator (in the order given) the rules
-/// admit. `delegators` is asked only when the caster is not eligible
-/// themselves, so an ordinary vote reads nothing more. A caster whose own
-/// request it is never votes, for themselves or for anyone.
+/// admit who has not voted themselves — a delegate never overrules the
+/// person they stand in for (409 when that is all that is left).
+/// `delegators` is asked only when the caster is not eligible themselves,
+/// so an ordinary vote reads nothing more. A caster whose own request it is
+/// never votes, for themselves or for anyone.
 pub fn seat(
     rules: &ApprovalRules,
     caster: &Principal,
     requesters: &[impl AsRef<str>],
     holds_respond: bool,
     delegators: impl FnOnce() -> Result<Vec<Principal>>,
+    voted_themselves: impl Fn(&str) -> bool,
 ) -> Result<Seat> {
     let own = match rules.eligibility(caster, requesters, holds_respond) {
         Ok(via) => {
@@ -57,11 +60,16 @@ pub fn seat(
     if !holds_respond || requesters.iter().any(|r| r.as_ref() == caster.id) {
         return Err(own);
     }
+    let mut decided = None;
     for d in delegators()? {
         if d.id == caster.id || d.tenant != caster.tenant {
             continue;
         }
         if let Ok(via) = rules.eligibility(&d, requesters, holds_respond) {
+            if voted_themselves(&d.id) {
+                decided.get_or_insert(d.name);
+                continue;
+            }
             return Ok(Seat {
                 holder: d.id,
                 via,
@@ -70,7 +78,12 @@ pub fn seat(
             });
         }
     }
-    Err(own)
+    match decided {
+        Some(name) => Err(EngineError::Conflict(format!(
+            "{name} has voted on this themselves; a delegate does not replace their vote"
+        ))),
+        None => Err(own),
+    }
 }
 
 /// The window of a new delegation, checked: it ends after it starts, after
@@ -140,7 +153,7 @@ mod tests {
     #[test]
     fn an_eligible_caster_votes_in_their_own_seat_without_reading_delegations() {
         let ann = person("ann", &["finance"]);
-        let s = seat(&finance_gate(), &ann, &["ops"], true, never).unwrap();
+        let s = seat(&finance_gate(), &ann, &["ops"], true, never, |_| false).unwrap();
         assert_eq!(s.holder, "ann");
         assert_eq!(s.cast_by, None);
         assert_eq!(s.via, "group:finance");
@@ -149,9 +162,14 @@ mod tests {
     #[test]
     fn a_delegate_votes_in_the_first_eligible_delegators_seat() {
         let dan = person("dan", &[]);
-        let s = seat(&finance_gate(), &dan, &["ops"], true, || {
-            Ok(vec![person("eve", &["sales"]), person("ann", &["finance"])])
-        })
+        let s = seat(
+            &finance_gate(),
+            &dan,
+            &["ops"],
+            true,
+            || Ok(vec![person("eve", &["sales"]), person("ann", &["finance"])]),
+            |_| false,
+        )
         .unwrap();
         assert_eq!(s.holder, "ann");
         assert_eq!(s.cast_by.as_deref(), Some("dan"));
@@ -163,24 +181,34 @@ mod tests {
     fn a_delegate_never_votes_on_their_own_request_nor_on_the_delegators() {
         let dan = person("dan", &[]);
         let ann = || Ok(vec![person("ann", &["finance"])]);
-        let own = seat(&finance_gate(), &dan, &["dan"], true, ann).unwrap_err();
+        let own = seat(&finance_gate(), &dan, &["dan"], true, ann, |_| false).unwrap_err();
         assert!(matches!(own, EngineError::Forbidden(_)), "{own}");
-        let theirs = seat(&finance_gate(), &dan, &["ann"], true, ann).unwrap_err();
+        let theirs = seat(&finance_gate(), &dan, &["ann"], true, ann, |_| false).unwrap_err();
         assert!(matches!(theirs, EngineError::Forbidden(_)), "{theirs}");
     }
 
     #[test]
     fn no_delegator_the_rules_admit_leaves_the_callers_own_refusal() {
         let dan = person("dan", &[]);
-        let e = seat(&finance_gate(), &dan, &["ops"], true, || {
-            Ok(vec![person("eve", &["sales"])])
-        })
+        let e = seat(
+            &finance_gate(),
+            &dan,
+            &["ops"],
+            true,
+            || Ok(vec![person("eve", &["sales"])]),
+            |_| false,
+        )
         .unwrap_err();
         assert!(e.to_string().contains("dan is not an eligible approver"), "{e}");
         // Without approvals:respond a delegation does not help either.
-        let e = seat(&finance_gate(), &dan, &["ops"], false, || {
-            Ok(vec![person("ann", &["finance"])])
-        })
+        let e = seat(
+            &finance_gate(),
+            &dan,
+            &["ops"],
+            false,
+            || Ok(vec![person("ann", &["finance"])]),
+            |_| false,
+        )
         .unwrap_err();
         assert!(matches!(e, EngineError::Forbidden(_)));
     }
@@ -190,7 +218,28 @@ mod tests {
         let dan = person("dan", &[]);
         let mut other = person("ann", &["finance"]);
         other.tenant = "acmf".into();
-        assert!(seat(&finance_gate(), &dan, &["ops"], true, || Ok(vec![other.clone()])).is_err());
+        assert!(seat(
+            &finance_gate(),
+            &dan,
+            &["ops"],
+            true,
+            || Ok(vec![other.clone()]),
+            |_| false
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn a_delegate_never_replaces_a_vote_the_delegator_cast_themselves() {
+        let dan = person("dan", &[]);
+        let both = || Ok(vec![person("ann", &["finance"]), person("bob", &["finance"])]);
+        // Ann has voted: Dan takes Bob's seat instead.
+        let s = seat(&finance_gate(), &dan, &["ops"], true, both, |id| id == "ann").unwrap();
+        assert_eq!(s.holder, "bob");
+        // Both have: nothing is left for Dan, and he is told why.
+        let e = seat(&finance_gate(), &dan, &["ops"], true, both, |_| true).unwrap_err();
+        assert!(matches!(e, EngineError::Conflict(_)), "{e}");
+        assert!(e.to_string().contains("ann has voted on this themselves"), "{e}");
     }
 
     #[test]

@@ -1308,12 +1308,20 @@ pub(crate) fn decide(
         let rules = interrupt.rules.as_ref().ok_or_else(|| {
             EngineError::Storage(format!("approval {} has no rules", interrupt.interrupt_id))
         })?;
+        let earlier: Vec<StoredBallot> =
+            serde_json::from_str(interrupt.votes_json.as_deref().unwrap_or("[]"))
+                .map_err(|e| EngineError::Storage(format!("votes of {}: {e}", interrupt.interrupt_id)))?;
         let seat = crate::delegation::seat(
             rules,
             principal,
             &run.requesters(),
             actor.allows(crate::auth::Scope::ApprovalsRespond),
             delegators,
+            |holder| {
+                earlier
+                    .iter()
+                    .any(|b| b.counts() && b.seat == holder && b.cast_by.is_none())
+            },
         )?;
         let parsed = approval::parse_resume(rules, resume_value)?;
         let contract = crate::contract::cached(&interrupt.contract)?;
@@ -1323,9 +1331,6 @@ pub(crate) fn decide(
                 contract.validate_edited(edited)?;
             }
         }
-        let earlier: Vec<StoredBallot> =
-            serde_json::from_str(interrupt.votes_json.as_deref().unwrap_or("[]"))
-                .map_err(|e| EngineError::Storage(format!("votes of {}: {e}", interrupt.interrupt_id)))?;
         let seq = earlier.len() as i64;
         // What this vote replaces: the seat's counted vote (its holder's or
         // their delegate's), and anything else this person cast, so that one

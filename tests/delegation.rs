@@ -159,16 +159,22 @@ async fn a_delegate_votes_in_the_delegators_seat_and_quorum_counts_seats() {
     // Ann herself: the same seat, so hers replaces Dan's.
     assert_eq!(vote(e, "ann", &run, "accept").await.unwrap(), "waiting-approval");
     assert_eq!(seats(e, &run).await, [("ann".into(), None)]);
-    // Dan once more (Ann's seat again), then Bob: two seats, granted.
-    vote(e, "dan", &run, "accept").await.unwrap();
+    // Dan once more: Ann has decided herself, and a delegate does not overrule her (409).
+    let overrule = vote(e, "dan", &run, "reject").await.unwrap_err();
+    assert!(matches!(overrule, EngineError::Conflict(_)), "{overrule}");
+    assert_eq!(seats(e, &run).await, [("ann".into(), None)]);
+    // Bob is the second seat: granted.
     assert_eq!(vote(e, "bob", &run, "accept").await.unwrap(), "completed");
 
-    // The audit and the event log say whose seat Dan took.
+    // The audit says whose seat Dan took, and that Ann's own vote replaced his.
     let timeline = e.run_timeline(&session(e, "root").await, &run).await.unwrap();
-    assert!(timeline
+    let ann_seat: Vec<_> = timeline
         .audit
         .iter()
-        .any(|a| a.principal == "ann" && a.cast_by.as_deref() == Some("dan") && a.counted));
+        .filter(|a| a.principal == "ann")
+        .map(|a| (a.cast_by.as_deref(), a.counted))
+        .collect();
+    assert_eq!(ann_seat, [(Some("dan"), false), (Some("dan"), false), (None, true)]);
     // The deciding vote was Bob's own: no on-behalf-of on the event.
     let resolved = timeline
         .events

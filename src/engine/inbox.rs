@@ -566,7 +566,18 @@ impl Engine {
             .map_err(|e| EngineError::Storage(format!("interrupts.eligibility: {e}")))?;
         let delegators = self.delegators_for(&principal, &view.interrupt_id).await?;
         Ok(
-            match crate::delegation::seat(&rules, &principal, &requesters, holds, || Ok(delegators.clone())) {
+            match crate::delegation::seat(
+                &rules,
+                &principal,
+                &requesters,
+                holds,
+                || Ok(delegators.clone()),
+                |holder| {
+                    view.votes
+                        .iter()
+                        .any(|v| v.counted && v.principal == holder && v.cast_by.is_none())
+                },
+            ) {
                 Ok(seat) => Ok(Admission {
                     on_behalf_of: seat.cast_by.and_then(|_| {
                         delegators.iter().find(|d| d.id == seat.holder).map(|d| Voter {
