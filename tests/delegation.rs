@@ -174,7 +174,10 @@ async fn a_delegate_votes_in_the_delegators_seat_and_quorum_counts_seats() {
         .filter(|a| a.principal == "ann")
         .map(|a| (a.cast_by.as_deref(), a.counted))
         .collect();
-    assert_eq!(ann_seat, [(Some("dan"), false), (Some("dan"), false), (None, true)]);
+    assert_eq!(
+        ann_seat,
+        [(Some("dan"), false), (Some("dan"), false), (None, true)]
+    );
     // The deciding vote was Bob's own: no on-behalf-of on the event.
     let resolved = timeline
         .events

@@ -698,6 +698,84 @@ async fn token_mint() {
     assert_ne!(r.code, 0);
 }
 
+#[tokio::test]
+async fn delegation_add_list_revoke_and_interrupt_reassign() {
+    let dir = TestDir::new();
+    dir.give_addresses(&["ann", "bob", "cat", "dan"]);
+    let server = Server::start(&dir).await;
+    server
+        .register(gate_workflow(
+            "pair",
+            json!({"requiredApprovals": 2, "approverGroupRefs": ["finance"]}),
+        ))
+        .await;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let until = tollgate::clock::rfc3339(now_ms + 30 * 86_400_000);
+    let added = remote(
+        &server,
+        ANN,
+        &["delegation", "add", "dan", "--until", &until, "--reason", "leave"],
+    );
+    let d = added.ok().json();
+    assert_eq!(
+        (d["delegator"].as_str(), d["state"].as_str()),
+        (Some("ann"), Some("active"))
+    );
+    let id = d["delegationId"].as_str().unwrap().to_string();
+    let list = remote(&server, DAN, &["delegation", "list"]).ok().json();
+    assert_eq!(list["items"][0]["delegationId"], id.as_str());
+    // Refusals are words on stderr naming the field, and a non-zero exit.
+    let bad = remote(&server, ANN, &["delegation", "add", "dan", "--until", "someday"]);
+    assert_ne!(bad.code, 0);
+    assert!(
+        bad.stderr.contains("400") && bad.stderr.contains("field: endsAt"),
+        "{}",
+        bad.stderr
+    );
+    let revoked = remote(&server, DAN, &["delegation", "revoke", &id]).ok().json();
+    assert_eq!(revoked["state"], "revoked");
+    assert_ne!(remote(&server, DAN, &["delegation", "revoke", &id]).code, 0);
+
+    let run = server.create("pair").await;
+    let moved = remote(
+        &server,
+        ADMIN,
+        &[
+            "interrupt",
+            "reassign",
+            &run,
+            "gate",
+            "--from",
+            "bob",
+            "--to",
+            "cat",
+        ],
+    );
+    assert_eq!(moved.ok().json()["delegator"], "bob");
+    server
+        .resolve(&run, "gate", CAT, json!({"action": "accept"}))
+        .await
+        .expect(200, None);
+    let not_admin = remote(
+        &server,
+        ANN,
+        &[
+            "interrupt",
+            "reassign",
+            &run,
+            "gate",
+            "--from",
+            "ann",
+            "--to",
+            "dan",
+        ],
+    );
+    assert!(not_admin.stderr.contains("403"), "{}", not_admin.stderr);
+}
+
 #[test]
 fn help_on_every_command_and_resume_says_validated() {
     let resume = cli(&["run", "resume", "--help"]);
@@ -716,6 +794,10 @@ fn help_on_every_command_and_resume_says_validated() {
         vec!["run", "cancel", "--help"],
         vec!["run", "events", "--help"],
         vec!["interrupt", "list", "--help"],
+        vec!["interrupt", "reassign", "--help"],
+        vec!["delegation", "add", "--help"],
+        vec!["delegation", "list", "--help"],
+        vec!["delegation", "revoke", "--help"],
         vec!["schema", "--help"],
         vec!["workflow", "validate", "--help"],
         vec!["workflow", "put", "--help"],

@@ -12,15 +12,7 @@ use serde_json::{json, Value};
 /// person: a console password or an email address).
 async fn start() -> (Server, TestDir) {
     let dir = TestDir::new();
-    let path = dir.config_path();
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    for id in ["ann", "bob", "cat", "dan", "root", "eve"] {
-        text = text.replace(
-            &format!("id = \"{id}\"\n"),
-            &format!("id = \"{id}\"\nemail = \"{id}@example.test\"\n"),
-        );
-    }
-    std::fs::write(&path, text).unwrap();
+    dir.give_addresses(&["ann", "bob", "cat", "dan", "root", "eve"]);
     let server = Server::start(&dir).await;
     server
         .register(gate_workflow(

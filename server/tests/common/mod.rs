@@ -57,6 +57,20 @@ impl TestDir {
         self.dir.path().join("tollgate.toml")
     }
 
+    /// Gives these principals of the configuration an email address (a
+    /// person, who can be handed decisions), before the server starts.
+    pub fn give_addresses(&self, ids: &[&str]) {
+        let path = self.config_path();
+        let mut text = std::fs::read_to_string(&path).expect("config");
+        for id in ids {
+            text = text.replace(
+                &format!("id = \"{id}\"\n"),
+                &format!("id = \"{id}\"\nemail = \"{id}@example.test\"\n"),
+            );
+        }
+        std::fs::write(&path, text).expect("write config");
+    }
+
     /// The URL of this server's database (SQLite file or PostgreSQL database,
     /// see `tollgate::store::testing`), for the CLI's `--db` and direct reads.
     pub fn db_url(&self) -> String {
