@@ -2,49 +2,29 @@
 //! injected clock: overview and charts, runs and timelines, the directory,
 //! API keys and the outbox (token signing keys: tests/token_keys.rs).
 
+mod common;
+
+use common::{TestEngine, T0};
 use serde_json::json;
 use std::sync::Arc;
 use tollgate::engine::admin::{MembershipKind, PrincipalEdit, RunFilter};
 use tollgate::{Actor, CreateRun, Engine, EngineError, EngineOptions, ManualClock, Principal};
 
-const T0: i64 = 1_800_000_000_000;
 const HOUR: i64 = 3_600_000;
 
-struct Fixture {
-    engine: Engine,
-    clock: ManualClock,
-    _dir: tempfile::TempDir,
-}
-
-async fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(T0);
-    let mut opts = EngineOptions::new(
-        tollgate::store::testing::database_url(&dir.path().join("a.db"))
-            .await
-            .unwrap(),
-    );
-    opts.clock = Arc::new(clock.clone());
-    let engine = Engine::open(opts).await.unwrap();
-    for (id, tenant, groups) in [
-        ("owner", "acme", vec![]),
-        ("ann", "acme", vec!["finance"]),
-        ("bob", "acme", vec!["finance"]),
-        ("eve", "other", vec!["finance"]),
-    ] {
-        engine
-            .upsert_principal(Principal {
-                id: id.into(),
-                tenant: tenant.into(),
-                name: id.into(),
-                email: Some(format!("{id}@example.com")),
-                groups: groups.into_iter().map(String::from).collect(),
-                roles: vec![],
-                is_override: false,
-            })
-            .await
-            .unwrap();
-    }
+async fn fixture() -> TestEngine {
+    let t = common::engine().await;
+    let engine = &t.engine;
+    common::add(
+        engine,
+        [
+            common::person("owner", "acme", &[], &[], true),
+            common::person("ann", "acme", &["finance"], &[], true),
+            common::person("bob", "acme", &["finance"], &[], true),
+            common::person("eve", "other", &["finance"], &[], true),
+        ],
+    )
+    .await;
     engine
         .register_workflow(json!({
             "id": "gate", "name": "Gate", "version": "1",
@@ -65,11 +45,7 @@ async fn fixture() -> Fixture {
         }))
         .await
         .unwrap();
-    Fixture {
-        engine,
-        clock,
-        _dir: dir,
-    }
+    t
 }
 
 /// An admin of `tenant` (an API key with the admin scope).

@@ -3,55 +3,34 @@
 //! tenants hold. On SQLite, or on PostgreSQL when `TOLLGATE_TEST_POSTGRES` is
 //! set (as `tests/engine.rs`).
 
+mod common;
+
+use common::{TestEngine, T0};
 use serde_json::{json, Value};
-use std::sync::Arc;
 use tollgate::engine::delegations::NewDelegation;
 use tollgate::engine::inbox::InboxFilter;
 use tollgate::wire::delegation::DelegationState;
-use tollgate::{Actor, CreateRun, Engine, EngineError, EngineOptions, ManualClock, Principal, RunId};
+use tollgate::{Actor, CreateRun, Engine, EngineError, Principal, RunId};
 
-const T0: i64 = 1_800_000_000_000;
 const DAY: i64 = 24 * 3_600_000;
 
-struct Fixture {
-    engine: Engine,
-    clock: ManualClock,
-    _dir: tempfile::TempDir,
-}
-
-async fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(T0);
-    let mut opts = EngineOptions::new(
-        tollgate::store::testing::database_url(&dir.path().join("t.db"))
-            .await
-            .unwrap(),
-    );
-    opts.clock = Arc::new(clock.clone());
-    let engine = Engine::open(opts).await.unwrap();
+async fn fixture() -> TestEngine {
+    let t = common::engine().await;
+    let engine = &t.engine;
     // Two tenants whose names differ in one letter.
-    for (id, tenant, groups, roles) in [
-        ("owner", "acme", vec![], vec![]),
-        ("ann", "acme", vec!["finance"], vec![]),
-        ("bob", "acme", vec!["finance"], vec![]),
-        ("dan", "acme", vec![], vec![]),
-        ("cat", "acme", vec![], vec![]),
-        ("root", "acme", vec![], vec!["admin"]),
-        ("eve", "acmf", vec!["finance"], vec!["admin"]),
-    ] {
-        engine
-            .upsert_principal(Principal {
-                id: id.into(),
-                tenant: tenant.into(),
-                name: format!("{id} name"),
-                email: Some(format!("{id}@example.test")),
-                groups: groups.into_iter().map(String::from).collect(),
-                roles: roles.into_iter().map(String::from).collect(),
-                is_override: false,
-            })
-            .await
-            .unwrap();
-    }
+    common::add(
+        engine,
+        [
+            common::person("owner", "acme", &[], &[], true),
+            common::person("ann", "acme", &["finance"], &[], true),
+            common::person("bob", "acme", &["finance"], &[], true),
+            common::person("dan", "acme", &[], &[], true),
+            common::person("cat", "acme", &[], &[], true),
+            common::person("root", "acme", &[], &["admin"], true),
+            common::person("eve", "acmf", &["finance"], &["admin"], true),
+        ],
+    )
+    .await;
     let gate = |id: &str, config: Value| json!({"id": id, "nodes": [{"id": "gate", "typeId": "core.approvalGate", "config": config}]});
     for def in [
         gate(
@@ -66,11 +45,7 @@ async fn fixture() -> Fixture {
     ] {
         engine.register_workflow(def).await.unwrap();
     }
-    Fixture {
-        engine,
-        clock,
-        _dir: dir,
-    }
+    t
 }
 
 async fn person(e: &Engine, id: &str) -> Principal {

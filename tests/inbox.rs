@@ -3,55 +3,34 @@
 //! (as `tests/engine.rs`).
 
 use serde_json::{json, Value};
-use std::path::Path;
-use std::sync::Arc;
-use tollgate::engine::inbox::{InboxDue, InboxFilter, InboxPage, BULK_MAX_PICKS, SEARCH_MAX_CHARS};
-use tollgate::{Actor, CreateRun, Engine, EngineError, EngineOptions, ManualClock, Principal, RunId};
+mod common;
 
-const T0: i64 = 1_800_000_000_000;
+use common::TestEngine;
+use std::path::Path;
+use tollgate::engine::inbox::{InboxDue, InboxFilter, InboxPage, BULK_MAX_PICKS, SEARCH_MAX_CHARS};
+use tollgate::{Actor, CreateRun, Engine, EngineError, Principal, RunId};
+
 const HOUR: i64 = 3_600_000;
 
-struct Fixture {
-    engine: Engine,
-    clock: ManualClock,
-    _dir: tempfile::TempDir,
-}
-
-async fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(T0);
-    let mut opts = EngineOptions::new(
-        tollgate::store::testing::database_url(&dir.path().join("t.db"))
-            .await
-            .unwrap(),
-    );
-    opts.clock = Arc::new(clock.clone());
-    let engine = Engine::open(opts).await.unwrap();
+async fn fixture() -> TestEngine {
+    let t = common::engine().await;
+    let engine = &t.engine;
     let conformance = Path::new(env!("CARGO_MANIFEST_DIR")).join("workflows/conformance");
     for (path, r) in engine.load_workflow_dir(&conformance).await {
         r.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
     // Two tenants whose names differ in one letter: neither may see the other's.
-    for (id, tenant, groups) in [
-        ("owner", "acme", vec![]),
-        ("ann", "acme", vec!["finance"]),
-        ("bob", "acme", vec!["finance"]),
-        ("cat", "acme", vec![]),
-        ("eve", "acmf", vec!["finance"]),
-    ] {
-        engine
-            .upsert_principal(Principal {
-                id: id.into(),
-                tenant: tenant.into(),
-                name: id.into(),
-                email: None,
-                groups: groups.into_iter().map(String::from).collect(),
-                roles: vec![],
-                is_override: false,
-            })
-            .await
-            .unwrap();
-    }
+    common::add(
+        engine,
+        [
+            common::person("owner", "acme", &[], &[], false),
+            common::person("ann", "acme", &["finance"], &[], false),
+            common::person("bob", "acme", &["finance"], &[], false),
+            common::person("cat", "acme", &[], &[], false),
+            common::person("eve", "acmf", &["finance"], &[], false),
+        ],
+    )
+    .await;
     let gate = |id: &str, config: Value| json!({"id": id, "nodes": [{"id": "gate", "typeId": "core.approvalGate", "config": config}]});
     for def in [
         // Title and request data from the run's inputs.
@@ -81,11 +60,7 @@ async fn fixture() -> Fixture {
     })) {
         engine.register_workflow(def).await.unwrap();
     }
-    Fixture {
-        engine,
-        clock,
-        _dir: dir,
-    }
+    t
 }
 
 async fn person(e: &Engine, id: &str) -> Principal {

@@ -2,39 +2,25 @@
 //! password hashing (503 when no slot frees up), throttling (429), the
 //! password generation that sessions are bound to, and removing a person.
 
-use std::sync::Arc;
+mod common;
+
 use tollgate::sign_in::SignInLimits;
-use tollgate::{Engine, EngineError, EngineOptions, ManualClock, Principal};
+use tollgate::{Engine, EngineError, ManualClock};
 
-const T0: i64 = 1_800_000_000_000;
-
-async fn fixture() -> (Engine, ManualClock, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(T0);
-    let mut opts = EngineOptions::new(
-        tollgate::store::testing::database_url(&dir.path().join("s.db"))
-            .await
-            .unwrap(),
-    );
-    opts.clock = Arc::new(clock.clone());
-    let engine = Engine::open(opts).await.unwrap();
-    for id in ["ann", "bob"] {
-        engine
-            .upsert_principal(Principal {
-                id: id.into(),
-                tenant: "acme".into(),
-                name: id.into(),
-                email: None,
-                groups: vec![],
-                roles: vec![],
-                is_override: false,
-            })
-            .await
-            .unwrap();
-    }
+async fn fixture() -> (Engine, ManualClock, common::TestEngine) {
+    let t = common::engine().await;
+    common::add(
+        &t.engine,
+        [
+            common::person("ann", "acme", &[], &[], false),
+            common::person("bob", "acme", &[], &[], false),
+        ],
+    )
+    .await;
+    let (engine, clock) = (t.engine.clone(), t.clock.clone());
     let phc = tollgate::passwords::hash("ann-password").unwrap();
     engine.set_password_hash("ann", Some(&phc)).await.unwrap();
-    (engine, clock, dir)
+    (engine, clock, t)
 }
 
 #[tokio::test]
@@ -129,13 +115,7 @@ async fn sessions_follow_the_password_generation() {
     assert!(engine.session_principal("ann", g2).await.unwrap().is_some());
 
     // Another process (the CLI) removes the password: seen after the recheck time.
-    let mut opts = EngineOptions::new(
-        tollgate::store::testing::database_url(&dir.path().join("s.db"))
-            .await
-            .unwrap(),
-    );
-    opts.clock = Arc::new(clock.clone());
-    let cli = Engine::open(opts).await.unwrap();
+    let cli = dir.open_again().await;
     cli.set_password_hash("ann", None).await.unwrap();
     if tollgate::store::testing::postgres_server().is_some() {
         // On PostgreSQL the other process's change is announced at its commit.
