@@ -2,17 +2,16 @@
 //! engine, leaves a one-time message in the session and redirects back
 //! (post/redirect/get), so the dashboard works without JavaScript.
 
+use crate::form_post::{ok, SignedInPost};
 use crate::state::AppState;
-use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::extract::{FromRequest, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
 use tollgate::engine::admin::{MembershipKind, PrincipalEdit};
-use tollgate::{EngineError, Principal};
+use tollgate::EngineError;
 use tollgate_app::admin::api::Flash;
 use tollgate_app::admin::{CONFIRM_CANCEL, CONFIRM_REVOKE};
 use tollgate_app::api::SignedIn;
-use tower_sessions::Session;
 
 /// The session key of the one-time message.
 pub const FLASH_KEY: &str = "dashboard_flash";
@@ -44,67 +43,35 @@ fn checked(fields: &[(String, String)], name: &str) -> bool {
     !field(fields, name).is_empty()
 }
 
-/// A dashboard post by a signed-in admin: who, the fields, and the session
-/// the outcome is left in. Anyone else is sent to sign in or refused.
-pub struct AdminPost {
-    me: Principal,
-    session: Session,
-    fields: Vec<(String, String)>,
-}
+/// A dashboard post by a signed-in admin ([`SignedInPost`] with the admin
+/// role checked); anyone else is sent to sign in or refused.
+pub struct AdminPost(SignedInPost);
 
 impl<S: Send + Sync> FromRequest<S> for AdminPost {
     type Rejection = Response;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let (mut parts, body) = req.into_parts();
-        let session = Session::from_request_parts(&mut parts, state)
-            .await
-            .map_err(IntoResponse::into_response)?;
-        let Some(SignedIn(me)) = parts.extensions.get::<SignedIn>().cloned() else {
+        if req.extensions().get::<SignedIn>().is_none() {
             return Err(Redirect::to("/signin?next=/dashboard").into_response());
-        };
-        tollgate::engine::admin::require_admin(&me)
+        }
+        let post = SignedInPost::from_request(req, state).await?;
+        tollgate::engine::admin::require_admin(&post.me)
             .map_err(|e| (StatusCode::FORBIDDEN, e.to_string()).into_response())?;
-        let Form(fields) =
-            Form::<Vec<(String, String)>>::from_request(Request::from_parts(parts, body), state)
-                .await
-                .map_err(IntoResponse::into_response)?;
-        Ok(AdminPost { me, session, fields })
+        Ok(AdminPost(post))
+    }
+}
+
+impl std::ops::Deref for AdminPost {
+    type Target = SignedInPost;
+
+    fn deref(&self) -> &SignedInPost {
+        &self.0
     }
 }
 
 impl AdminPost {
-    /// The signed-in admin as the actor the engine's admin operations check.
-    fn actor(&self) -> tollgate::Actor {
-        tollgate::Actor::session(self.me.clone())
-    }
-
-    fn field(&self, name: &str) -> &str {
-        field(&self.fields, name)
-    }
-
-    /// Leaves the outcome for the next page and redirects there.
     async fn finish(self, to: &str, outcome: Result<Flash, EngineError>) -> Response {
-        let flash = outcome.unwrap_or_else(|e| Flash {
-            ok: false,
-            message: match e.details().and_then(|d| d["field"].as_str().map(str::to_string)) {
-                Some(f) if !e.to_string().contains(&f) => format!("{f}: {e}"),
-                _ => e.to_string(),
-            },
-            secret: None,
-        });
-        if let Err(e) = self.session.insert(FLASH_KEY, &flash).await {
-            tracing::warn!(error = %e, "could not keep the dashboard message");
-        }
-        Redirect::to(to).into_response()
-    }
-}
-
-fn ok(message: String) -> Flash {
-    Flash {
-        ok: true,
-        message,
-        secret: None,
+        self.0.finish(to, outcome).await
     }
 }
 

@@ -3,76 +3,13 @@
 //! of. Each calls the engine, leaves a one-time message in the session and
 //! redirects back (post/redirect/get), so the page works without JavaScript.
 
-use crate::dashboard::FLASH_KEY;
+use crate::form_post::{ok, SignedInPost};
 use crate::state::AppState;
-use axum::extract::{FromRequest, FromRequestParts, Request, State};
-use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
+use axum::extract::State;
+use axum::response::Response;
 use tollgate::engine::delegations::NewDelegation;
-use tollgate::{Actor, EngineError};
-use tollgate_app::admin::api::Flash;
-use tollgate_app::api::SignedIn;
-use tower_sessions::Session;
 
 const PAGE: &str = "/me/delegations";
-
-/// A post by a signed-in person: who, the fields, and the session the outcome is left in.
-pub struct PersonPost {
-    actor: Actor,
-    session: Session,
-    fields: Vec<(String, String)>,
-}
-
-impl<S: Send + Sync> FromRequest<S> for PersonPost {
-    type Rejection = Response;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let (mut parts, body) = req.into_parts();
-        let session = Session::from_request_parts(&mut parts, state)
-            .await
-            .map_err(IntoResponse::into_response)?;
-        let Some(SignedIn(me)) = parts.extensions.get::<SignedIn>().cloned() else {
-            return Err(Redirect::to(&format!("/signin?next={PAGE}")).into_response());
-        };
-        let Form(fields) =
-            Form::<Vec<(String, String)>>::from_request(Request::from_parts(parts, body), state)
-                .await
-                .map_err(IntoResponse::into_response)?;
-        Ok(PersonPost {
-            actor: Actor::session(me),
-            session,
-            fields,
-        })
-    }
-}
-
-impl PersonPost {
-    fn field(&self, name: &str) -> &str {
-        self.fields
-            .iter()
-            .find(|(k, _)| k == name)
-            .map_or("", |(_, v)| v.as_str())
-    }
-
-    async fn finish(self, outcome: Result<String, EngineError>) -> Response {
-        let flash = match outcome {
-            Ok(message) => Flash {
-                ok: true,
-                message,
-                secret: None,
-            },
-            Err(e) => Flash {
-                ok: false,
-                message: e.to_string(),
-                secret: None,
-            },
-        };
-        if let Err(e) = self.session.insert(FLASH_KEY, &flash).await {
-            tracing::warn!(error = %e, "could not keep the delegation message");
-        }
-        Redirect::to(PAGE).into_response()
-    }
-}
 
 /// A day picked in the form (`YYYY-MM-DD`, UTC) as the instant it starts,
 /// `days_after` days later; anything else is passed on for the engine to refuse by name.
@@ -94,7 +31,7 @@ fn day_start(text: &str, days_after: i64) -> Option<String> {
 
 /// `POST /me/delegations`: the signed-in person's decisions to `delegate`
 /// from the start of `starts` (or now) until the end of `ends` (UTC days).
-pub async fn create(State(state): State<AppState>, post: PersonPost) -> Response {
+pub async fn create(State(state): State<AppState>, post: SignedInPost) -> Response {
     let new = NewDelegation {
         delegator: None,
         delegate: post.field("delegate").to_string(),
@@ -102,25 +39,25 @@ pub async fn create(State(state): State<AppState>, post: PersonPost) -> Response
         ends_at: day_start(post.field("ends"), 1),
         reason: Some(post.field("reason").to_string()),
     };
-    let outcome = state.engine.delegate(&post.actor, new).await.map(|d| {
-        format!(
+    let outcome = state.engine.delegate(&post.actor(), new).await.map(|d| {
+        ok(format!(
             "{} decides in your place until {}.",
             d.delegate_name,
             d.ends_at.unwrap_or_default()
-        )
+        ))
     });
-    post.finish(outcome).await
+    post.finish(PAGE, outcome).await
 }
 
 /// `POST /me/delegations/revoke`: ends the delegation `id` now.
-pub async fn revoke(State(state): State<AppState>, post: PersonPost) -> Response {
+pub async fn revoke(State(state): State<AppState>, post: SignedInPost) -> Response {
     let id = post.field("id").to_string();
     let outcome = state
         .engine
-        .revoke_delegation(&post.actor, &id)
+        .revoke_delegation(&post.actor(), &id)
         .await
-        .map(|d| format!("The delegation to {} has ended.", d.delegate_name));
-    post.finish(outcome).await
+        .map(|d| ok(format!("The delegation to {} has ended.", d.delegate_name)));
+    post.finish(PAGE, outcome).await
 }
 
 pub fn routes() -> axum::Router<AppState> {

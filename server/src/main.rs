@@ -7,6 +7,7 @@ mod config;
 mod console;
 mod dashboard;
 mod delegations;
+mod form_post;
 mod headers;
 mod live;
 mod mailer;
