@@ -396,7 +396,8 @@ async fn a_delegates_inbox_lists_the_delegators_decisions_but_not_their_own_requ
         on_behalf_of: Some("ann".into()),
         ..Default::default()
     };
-    // Without a delegation: refused, and Dan's own inbox has no approvals of finance.
+    // Without a delegation: not Dan's concern, refused, and his own inbox has no approvals of finance.
+    assert!(!e.inbox_concerns(&dan, &theirs).await.unwrap());
     assert!(matches!(
         e.pending_for(&dan, &for_ann).await,
         Err(EngineError::Forbidden(_))
@@ -406,6 +407,8 @@ async fn a_delegates_inbox_lists_the_delegators_decisions_but_not_their_own_requ
         0
     );
     delegate(e, "ann", "dan", 7).await;
+    // Now a change to Ann's request concerns Dan's live inbox.
+    assert!(e.inbox_concerns(&dan, &theirs).await.unwrap());
     let own = e.pending_for(&dan, &InboxFilter::default()).await.unwrap();
     assert_eq!((own.total, own.delegated.len()), (0, 1));
     let page = e.pending_for(&dan, &for_ann).await.unwrap();

@@ -305,7 +305,11 @@ impl Engine {
 
     fn delegation_view(&self, r: DelegationRow) -> Delegation {
         let now = self.now();
-        let closed = r.interrupt_id.is_some() && r.interrupt_status.as_deref() != Some("pending");
+        let status = r
+            .interrupt_status
+            .as_deref()
+            .and_then(|s| s.parse::<InterruptStatus>().ok());
+        let closed = r.interrupt_id.is_some() && status != Some(InterruptStatus::Pending);
         let state = if r.revoked_at.is_some() {
             DelegationState::Revoked
         } else if closed || r.ends_at.is_some_and(|e| e <= now) {

@@ -512,7 +512,8 @@ impl Engine {
     /// Whether a committed change to `run_id` (a notice of [`Engine::subscribe`])
     /// can change `principal`'s inbox: the run is in their tenant and has an
     /// interrupt, pending or past, that they may decide by the same rules as
-    /// [`Engine::pending_for`]. A past one counts because resolving or
+    /// [`Engine::pending_for`] — for themselves, or for someone who handed
+    /// them their decisions. A past one counts because resolving or
     /// cancelling it takes it out of the inbox.
     pub async fn inbox_concerns(&self, principal: &Principal, run_id: &RunId) -> Result<bool> {
         if crate::ids::tenant_of(run_id) != principal.tenant {
@@ -528,6 +529,31 @@ impl Engine {
             .unwrap_or_else(|| principal.clone());
         for (kind, rules, owner) in &rows {
             if eligible(*kind, rules, &[owner], &principal, true).is_ok() {
+                return Ok(true);
+            }
+        }
+        // Decisions handed to this person are on their pages too: an
+        // interrupt of this run reassigned to them, or one a delegator may decide.
+        let now = self.now();
+        for d in self
+            .inner
+            .store
+            .delegations_to(&principal.tenant, &principal.id, now)
+            .await?
+        {
+            if d.interrupt_id.is_some() {
+                if d.run_id.as_deref() == Some(run_id.as_str()) {
+                    return Ok(true);
+                }
+                continue;
+            }
+            let Some(delegator) = self.principal(&d.delegator).await? else {
+                continue;
+            };
+            let theirs = |(kind, rules, owner): &(InterruptKind, String, String)| {
+                *owner != principal.id && eligible(*kind, rules, &[owner], &delegator, true).is_ok()
+            };
+            if delegator.tenant == principal.tenant && rows.iter().any(theirs) {
                 return Ok(true);
             }
         }
