@@ -205,3 +205,31 @@ for (const js of [false, true]) {
     await api(server.url, 'POST', other.path, { resumeValue: { action: 'reject' } });
   });
 }
+
+test('the delegations page needs a sign-in, and a cross-site post to it changes nothing (403)', async () => {
+  const ctx = await launchBrowser({ javaScriptEnabled: false });
+  const page = await ctx.newPage();
+  try {
+    await page.goto(server.url + '/me/delegations');
+    assert.match(new URL(page.url()).pathname, /^\/signin/);
+    await signIn(page, server.url, 'grace');
+    const cookie = (await ctx.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const post = (site) => fetch(server.url + '/me/delegations', {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': site },
+      body: new URLSearchParams({ delegate: 'linus', ends: new Date(Date.now() + 86_400_000).toISOString().slice(0, 10) }),
+    });
+    const mine = async () => (await api(server.url, 'GET', '/delegations?all=true')).body.items.filter((d) => d.delegator === 'grace' && d.state === 'active');
+    const before = (await mine()).length;
+    assert.equal((await post('cross-site')).status, 403);
+    assert.equal((await mine()).length, before);
+    // The same post from the page itself is taken.
+    assert.equal((await post('same-origin')).status, 303);
+    const after = await mine();
+    assert.equal(after.length, before + 1);
+    for (const d of after) await api(server.url, 'POST', `/delegations/${d.delegationId}/revoke`, {});
+  } finally {
+    await ctx.close();
+  }
+});

@@ -193,7 +193,12 @@ pub fn is_browser(req: &Request) -> bool {
 
 /// Console pages that need a signed-in person.
 fn needs_sign_in(path: &str) -> bool {
-    path == "/" || is_interrupt_page(path) || is_dashboard(path)
+    path == "/" || is_interrupt_page(path) || is_dashboard(path) || is_own(path)
+}
+
+/// The signed-in person's own pages (`/me/delegations`).
+fn is_own(path: &str) -> bool {
+    path.starts_with("/me/")
 }
 
 fn is_dashboard(path: &str) -> bool {
@@ -212,6 +217,7 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
             || path.starts_with("/api/")
             || path == "/inbox/decide"
             || is_dashboard(&path)
+            || is_own(&path)
             // The interrupt page shares its path with the REST resolve: only form posts are the console's.
             || (is_interrupt_page(&path) && is_form_post(&req)));
     if console_post && !same_origin(&state, &req) {
@@ -219,7 +225,7 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
     }
     let page_get = matches!(*req.method(), Method::GET | Method::HEAD)
         && needs_sign_in(&path)
-        && (path == "/" || is_dashboard(&path) || is_browser(&req));
+        && (path == "/" || is_dashboard(&path) || is_own(&path) || is_browser(&req));
     if page_get && req.extensions().get::<SignedIn>().is_none() {
         let next_url = req
             .uri()
