@@ -734,7 +734,12 @@ impl<'a> Exec<'a> {
         };
         let directory = load_directory(self.conn, &self.run.tenant)?;
         let told = crate::notify::recipients(&notice, &directory);
-        let delegations = crate::store::delegations::live_pairs(self.conn, &self.run.tenant, self.now)?;
+        // Only someone told can have a delegate to tell as well.
+        let delegations = if told.is_empty() {
+            Vec::new()
+        } else {
+            crate::store::delegations::live_pairs(self.conn, &self.run.tenant, self.now)?
+        };
         for p in crate::notify::with_delegates(told, &delegations, &directory, &requester) {
             self.changes.push(Change::Email {
                 reason,

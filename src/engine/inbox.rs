@@ -579,8 +579,10 @@ impl Engine {
         let (eligibility, _) = self.stored_rules(&view.interrupt_id).await?;
         let requesters = self.requesters_of(run_id).await?;
         let holds = actor.allows(crate::auth::Scope::ApprovalsRespond);
-        if view.kind != InterruptKind::Approval || !holds {
-            return Ok(eligible(view.kind, &eligibility, &requesters, &principal, holds)
+        // Their own seat first: delegations are read only for someone the rules do not admit.
+        let own = eligible(view.kind, &eligibility, &requesters, &principal, holds);
+        if own.is_ok() || view.kind != InterruptKind::Approval || !holds {
+            return Ok(own
                 .map(|via| Admission {
                     via,
                     on_behalf_of: None,
