@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes } from 'node:crypto';
-import { startServer, launchBrowser, api, PEOPLE, PASSWORDS, signIn, axe } from './support.mjs';
+import { startServer, launchBrowser, api, PEOPLE, PASSWORDS, signIn, axe, startGateRun } from './support.mjs';
 
 // linus is a buyer by role (the procurement gate names the role, not his group).
 const CONFIG = PEOPLE.replace('groups = ["procurement"]', 'groups = ["procurement"]\nroles = ["buyer"]');
@@ -63,20 +63,8 @@ const WORKFLOWS = [
   gateWorkflow('e2e-procure', { approverRoleRefs: ['buyer'] }),
 ];
 
-/** Starts a run; resolves to { runId, href } of its pending gate. */
-async function startRun(workflowId, purpose) {
-  const res = await api(server.url, 'POST', '/runs', { workflowId, inputs: { purpose } });
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  const runId = res.body.runId;
-  const path = `/runs/${encodeURIComponent(runId).replace(/%2F/gi, '~2F')}/interrupts/review`;
-  // Wait until the run has suspended at the gate.
-  for (let i = 0; i < 100; i++) {
-    const got = await api(server.url, 'GET', path);
-    if (got.status === 200 && got.body.status === 'pending') break;
-    await new Promise((ok) => setTimeout(ok, 50));
-  }
-  return { runId, path };
-}
+/** Starts a run; resolves to { runId, path } of its pending gate. */
+const startRun = (workflowId, purpose) => startGateRun(server.url, workflowId, { purpose });
 
 async function runStatus(path) {
   const runPath = path.replace(/\/interrupts\/review$/, '');

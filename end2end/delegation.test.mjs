@@ -5,7 +5,7 @@
 // again. An admin reassigns one seat from the run's dashboard page.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, api, PEOPLE, signIn, axe, waitForHydration } from './support.mjs';
+import { startServer, launchBrowser, api, PEOPLE, signIn, axe, waitForHydration, startGateRun, runSegment } from './support.mjs';
 
 let server;
 
@@ -27,18 +27,7 @@ const WORKFLOW = {
   edges: [],
 };
 
-async function startRun() {
-  const res = await api(server.url, 'POST', '/runs', { workflowId: WORKFLOW.id });
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  const runId = res.body.runId;
-  const path = `/runs/${encodeURIComponent(runId).replace(/%2F/gi, '~2F')}/interrupts/review`;
-  for (let i = 0; i < 100; i++) {
-    const got = await api(server.url, 'GET', path);
-    if (got.status === 200 && got.body.status === 'pending') break;
-    await new Promise((ok) => setTimeout(ok, 50));
-  }
-  return { runId, path };
-}
+const startRun = () => startGateRun(server.url, WORKFLOW.id);
 
 async function personPage(user, js) {
   const ctx = await launchBrowser({ javaScriptEnabled: js });
@@ -166,7 +155,7 @@ for (const js of [false, true]) {
     const other = await startRun();
     const admin = await personPage('ada', js);
     try {
-      await admin.page.goto(`${server.url}/dashboard/runs/${encodeURIComponent(runId).replace(/%2F/gi, '~2F')}`);
+      await admin.page.goto(`${server.url}/dashboard/runs/${runSegment(runId)}`);
       if (js) await waitForHydration(admin.page);
       await admin.page.selectOption('#reassign-from', 'grace');
       await admin.page.selectOption('#reassign-to', 'linus');

@@ -4,7 +4,7 @@
 // a refused call (400) and a cross-site post (403).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, api, PEOPLE, signIn, axe, waitForHydration } from './support.mjs';
+import { startServer, launchBrowser, api, PEOPLE, signIn, axe, waitForHydration, startGateRun } from './support.mjs';
 
 let server;
 
@@ -49,17 +49,7 @@ const WORKFLOWS = [
 ];
 
 /** Starts a run and waits until its gate is pending; resolves to its interrupt path. */
-async function startRun(workflowId, purpose) {
-  const res = await api(server.url, 'POST', '/runs', { workflowId, inputs: { purpose } });
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  const path = `/runs/${encodeURIComponent(res.body.runId).replace(/%2F/gi, '~2F')}/interrupts/review`;
-  for (let i = 0; i < 100; i++) {
-    const got = await api(server.url, 'GET', path);
-    if (got.status === 200 && got.body.status === 'pending') break;
-    await new Promise((ok) => setTimeout(ok, 50));
-  }
-  return path;
-}
+const startRun = async (workflowId, purpose) => (await startGateRun(server.url, workflowId, { purpose })).path;
 
 /** Decides as grace through the API (clearing up after a test). */
 async function decideAs(path, resumeValue) {

@@ -134,6 +134,27 @@ export async function launchBrowser(options = {}) {
   });
 }
 
+/** A run id as one path segment (the OpenWOP wire form: `/` is `~2F`). */
+export const runSegment = (runId) => encodeURIComponent(runId).replace(/%2F/gi, '~2F');
+
+/**
+ * Starts a run of `workflowId` through the API as the e2e admin and waits
+ * until its interrupt at `node` is pending; resolves to { runId, path } of
+ * that interrupt's page.
+ */
+export async function startGateRun(base, workflowId, inputs = {}, node = 'review') {
+  const res = await api(base, 'POST', '/runs', { workflowId, inputs });
+  if (res.status !== 201) throw new Error(`POST /runs ${workflowId}: ${res.status} ${JSON.stringify(res.body)}`);
+  const runId = res.body.runId;
+  const path = `/runs/${runSegment(runId)}/interrupts/${node}`;
+  for (let i = 0; i < 100; i++) {
+    const got = await api(base, 'GET', path);
+    if (got.status === 200 && got.body.status === 'pending') break;
+    await new Promise((ok) => setTimeout(ok, 50));
+  }
+  return { runId, path };
+}
+
 /** Calls the REST API as the e2e admin. */
 export async function api(base, method, path, body) {
   const res = await fetch(base + path, {
