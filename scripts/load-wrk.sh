@@ -16,6 +16,9 @@
 #                               private server of scripts/pg.sh
 #   DURABILITY=full|relaxed     full: synchronous=FULL / synchronous_commit=on
 #   SERVER_BIN=path             another server binary (before/after pairs)
+#   ON_RESOLVE=command          run in the background as the first resolve
+#                               phase starts, with SERVER_PID set (a profiler:
+#                               scripts/profile-writer.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -106,6 +109,7 @@ TOML
     sed -n "$((i * per + 1)),$(((i + 1) * per))p" "$dir/all" > "$dir/sample"
     i=$((i + 1))
     printf '%-8s stored %-7s resolve C=%-3s ' "$DATABASE" "$stored" "$c"
+    if [ -n "${ON_RESOLVE:-}" ] && [ "$i" -eq 1 ]; then SERVER_PID=$pid bash -c "$ON_RESOLVE" & fi
     drive resolve.lua "$(wc -l < "$dir/sample")" "$c" "$dir/unused"
   done
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
