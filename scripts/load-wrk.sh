@@ -4,8 +4,9 @@
 # approval gate (real runs through the engine: POST /runs, driven by wrk),
 # then resolves RESOLVES of them, each once, with wrk walking a file of their
 # resolve paths at each concurrency in CONCURRENCY (distinct runs per level).
-# Prints creates/s and resolves/s, p50/p99 (wrk's), and the server's CPU per
-# request (user + system from /proc/PID/stat, and its writer threads' share).
+# Prints creates/s and resolves/s, p50/p99 (wrk's), the server's CPU per
+# request (user + system from /proc/PID/stat, and its writer threads' share)
+# and the bytes it wrote to files per request (/proc/PID/io write_bytes).
 # Only loopback traffic; stops by itself.
 #
 #   STORED="2000 20000 200000"  store sizes (runs created before the resolves)
@@ -32,6 +33,9 @@ KEY=load-test-key-0123456789
 command -v wrk >/dev/null || { echo "wrk is not installed (scripts/setup.sh)" >&2; exit 2; }
 [ -n "${SERVER_BIN:-}" ] || cargo build --release -q -p tollgate-server --bin tollgate
 
+# Bytes a process has written to files (into the page cache: the WAL, the
+# database at checkpoints); unlike CPU time, the host's noise does not move it.
+written() { awk '/^write_bytes:/ { print $2 }' "/proc/$1/io"; }
 # CPU ticks (user + system, 1/100 s) of a process, and of its writer threads.
 ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
 writer_ticks() {
@@ -48,7 +52,7 @@ writer_ticks() {
 drive() {
   local lua=$1 n=$2 c=$3 out=$4
   local s0 w0 s1 w1 line
-  s0=$(ticks "$pid"); w0=$(writer_ticks "$pid")
+  s0=$(ticks "$pid"); w0=$(writer_ticks "$pid"); b0=$(written "$pid")
   rm -f "$dir"/done.*
   WRK_C=$c WRK_THREADS=$THREADS WRK_KEY=$KEY WRK_N=$n WRK_FILE="$dir/sample" WRK_OUT="$out" WRK_DONE="$dir/done" \
     wrk -t"$THREADS" -c"$c" -d3600s -T60s -s "scripts/wrk/$lua" "$url" > "$dir/wrk.out" &
@@ -57,11 +61,11 @@ drive() {
   # (the scripts time the requests themselves).
   until [ "$(ls "$dir"/done.* 2>/dev/null | wc -l)" -ge "$THREADS" ]; do sleep 0.1; done
   kill -INT "$wrk_pid"; wait "$wrk_pid" || true
-  s1=$(ticks "$pid"); w1=$(writer_ticks "$pid")
+  s1=$(ticks "$pid"); w1=$(writer_ticks "$pid"); b1=$(written "$pid")
   line=$(grep '^WRK ' "$dir/wrk.out") || { cat "$dir/wrk.out" >&2; exit 1; }
   eval "$(echo "$line" | sed 's/^WRK //')"
-  awk -v n="$answered" -v d="$duration_us" -v p50="$p50_us" -v p99="$p99_us" -v s=$((s1 - s0)) -v w=$((w1 - w0)) -v f="$failed" \
-    'BEGIN { printf "%8.0f/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %.3f ms/req (writer %.3f)  failed %d\n", n / (d / 1e6), p50 / 1e3, p99 / 1e3, s * 10 / n, w * 10 / n, f }'
+  awk -v n="$answered" -v d="$duration_us" -v p50="$p50_us" -v p99="$p99_us" -v s=$((s1 - s0)) -v w=$((w1 - w0)) -v b=$((b1 - b0)) -v f="$failed" \
+    'BEGIN { printf "%8.0f/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %.3f ms/req (writer %.3f)  written %.1f KiB/req  failed %d\n", n / (d / 1e6), p50 / 1e3, p99 / 1e3, s * 10 / n, w * 10 / n, b / 1024 / n, f }'
 }
 
 dir=$(mktemp -d)
