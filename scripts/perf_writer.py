@@ -30,15 +30,9 @@ def io(stack):
     return "other"
 
 
-# The writer loop's own frames: what is under anything else of the engine's
-# is a command.
-LOOP = ("writer_loop", "store::sqlite::control", "store::wal::")
-
-
 def in_command(stack):
-    return any(
-        ("tollgate::" in f) and not any(part in f for part in LOOP) for f in stack
-    )
+    """Under an engine frame other than the writer loop itself."""
+    return any("tollgate::" in f and "writer_loop" not in f for f in stack)
 
 
 def bucket(stack):
@@ -47,7 +41,7 @@ def bucket(stack):
     if "pagerWalFrames" in stack:
         return "commit, WAL frames: " + io(stack)
     if in_command(stack):
-        if any("pread" in f for f in stack):
+        if io(stack) == "read":
             return "commands: page reads (pread)"
         if any(f.startswith("sqlite3") for f in stack):
             return "commands: SQLite"
