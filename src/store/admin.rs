@@ -9,6 +9,24 @@ use crate::error::Result;
 use crate::ids::TenantRange;
 use tollgate_wire::RunStatus;
 
+// The dashboard's reads of a tenant's runs and people: each searches the
+// `runs_by_tenant` or `principals_by_tenant` index (asserted on SQLite's
+// plans in `store::sqlite`'s tests), never every tenant's rows.
+pub(super) const RUN_STATUS_COUNTS_SQL: &str =
+    "SELECT status, COUNT(*) FROM runs WHERE tenant = ? GROUP BY status";
+pub(super) const RUN_PAGE_COUNT_SQL: &str =
+    "SELECT COUNT(*) FROM runs WHERE tenant = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?)";
+pub(super) static RUN_PAGE_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT {RUN_COLUMNS} FROM runs WHERE tenant = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?) \
+         ORDER BY created_at DESC, run_id LIMIT ? OFFSET ?"
+    )
+});
+pub(super) const RUN_WORKFLOWS_SQL: &str =
+    "SELECT DISTINCT workflow_id FROM runs WHERE tenant = ? ORDER BY workflow_id";
+pub(super) const TENANT_PRINCIPALS_SQL: &str =
+    "SELECT id, name, email, groups, roles, is_override, password_hash FROM principals WHERE tenant = ? ORDER BY id";
+
 /// (run_id, node_id, kind, title, workflow_id, created_at, deadline_at, counted votes).
 pub(crate) type PendingTuple = (
     String,
@@ -153,12 +171,10 @@ impl Store {
 
     /// Runs of a tenant per stored status.
     pub(crate) async fn run_status_counts(&self, tenant: &str) -> Result<Vec<(String, i64)>> {
-        Ok(
-            sqlx::query_as(&self.q("SELECT status, COUNT(*) FROM runs WHERE tenant = ? GROUP BY status"))
-                .bind(tenant)
-                .fetch_all(&self.read)
-                .await?,
-        )
+        Ok(sqlx::query_as(&self.q(RUN_STATUS_COUNTS_SQL))
+            .bind(tenant)
+            .fetch_all(&self.read)
+            .await?)
     }
 
     /// Interrupts of a tenant resolved at or after `since`.
@@ -183,40 +199,33 @@ impl Store {
     /// How many runs match, and one page of them, newest first.
     pub(crate) async fn run_page(&self, q: &RunQuery<'_>) -> Result<(i64, Vec<RunTuple>)> {
         let status = q.status.map(RunStatus::as_str);
-        let total: i64 = sqlx::query_scalar(&self.q(
-            "SELECT COUNT(*) FROM runs WHERE tenant = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?)",
-        ))
-        .bind(q.tenant)
-        .bind(status)
-        .bind(status)
-        .bind(q.workflow_id)
-        .bind(q.workflow_id)
-        .fetch_one(&self.read)
-        .await?;
-        let rows = sqlx::query_as(&self.q(&format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE tenant = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR workflow_id = ?) \
-             ORDER BY created_at DESC, run_id LIMIT ? OFFSET ?"
-        )))
-        .bind(q.tenant)
-        .bind(status)
-        .bind(status)
-        .bind(q.workflow_id)
-        .bind(q.workflow_id)
-        .bind(q.limit)
-        .bind(q.offset)
-        .fetch_all(&self.read)
-        .await?;
+        let total: i64 = sqlx::query_scalar(&self.q(RUN_PAGE_COUNT_SQL))
+            .bind(q.tenant)
+            .bind(status)
+            .bind(status)
+            .bind(q.workflow_id)
+            .bind(q.workflow_id)
+            .fetch_one(&self.read)
+            .await?;
+        let rows = sqlx::query_as(&self.q(&RUN_PAGE_SQL))
+            .bind(q.tenant)
+            .bind(status)
+            .bind(status)
+            .bind(q.workflow_id)
+            .bind(q.workflow_id)
+            .bind(q.limit)
+            .bind(q.offset)
+            .fetch_all(&self.read)
+            .await?;
         Ok((total, rows))
     }
 
     /// The workflows a tenant has runs of.
     pub(crate) async fn run_workflows(&self, tenant: &str) -> Result<Vec<String>> {
-        Ok(sqlx::query_scalar(
-            &self.q("SELECT DISTINCT workflow_id FROM runs WHERE tenant = ? ORDER BY workflow_id"),
-        )
-        .bind(tenant)
-        .fetch_all(&self.read)
-        .await?)
+        Ok(sqlx::query_scalar(&self.q(RUN_WORKFLOWS_SQL))
+            .bind(tenant)
+            .fetch_all(&self.read)
+            .await?)
     }
 
     /// A run with its stored error and its tenant.
@@ -268,12 +277,10 @@ impl Store {
 
     /// A tenant's principals, by id.
     pub(crate) async fn tenant_principals(&self, tenant: &str) -> Result<Vec<PrincipalTuple>> {
-        Ok(sqlx::query_as(&self.q(
-            "SELECT id, name, email, groups, roles, is_override, password_hash FROM principals WHERE tenant = ? ORDER BY id",
-        ))
-        .bind(tenant)
-        .fetch_all(&self.read)
-        .await?)
+        Ok(sqlx::query_as(&self.q(TENANT_PRINCIPALS_SQL))
+            .bind(tenant)
+            .fetch_all(&self.read)
+            .await?)
     }
 
     /// The keys of a tenant's principals, live first, newest first.

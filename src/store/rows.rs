@@ -308,13 +308,16 @@ fn parse_node_rows(text: &str) -> Result<Vec<NodeRow>> {
         .collect())
 }
 
+pub(crate) const LOAD_DIRECTORY_SQL: &str =
+    "SELECT id, name, email, groups, roles, is_override FROM principals \
+     WHERE tenant = ? AND email IS NOT NULL AND email <> '' ORDER BY id";
+
 /// The tenant's principals that have an email address.
 pub(crate) fn load_directory(conn: &WriteConn, tenant: &str) -> Result<Vec<Principal>> {
-    let rows: Vec<(String, String, Option<String>, String, String, i64)> = conn.query_map(
-        "SELECT id, name, email, groups, roles, is_override FROM principals WHERE tenant = ? AND email IS NOT NULL AND email <> '' ORDER BY id",
-        args![tenant],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
-    )?;
+    let rows: Vec<(String, String, Option<String>, String, String, i64)> =
+        conn.query_map(LOAD_DIRECTORY_SQL, args![tenant], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+        })?;
     rows.into_iter()
         .map(|(id, name, email, groups, roles, o)| {
             crate::directory::principal_from_columns(

@@ -521,12 +521,66 @@ mod tests {
         let resolved = distinct(&statements_of(&path)[middle..]);
         let store = Store::open(&url, Durability::Full).await.unwrap();
         let mut report = String::new();
+        let mut scans = Vec::new();
         for (phase, list) in [("create", &created), ("resolve", &resolved)] {
             for sql in list {
                 let plan = plan_any(&store, sql).await;
                 report.push_str(&format!("{phase}: {sql}\n    => {plan}\n"));
+                if reads_a_whole_table(&plan) {
+                    scans.push(format!("{phase}: {sql} => {plan}"));
+                }
             }
         }
         println!("{report}");
+        assert!(!created.is_empty() && !resolved.is_empty(), "{report}");
+        assert!(scans.is_empty(), "scans: {scans:#?}");
+    }
+
+    /// A plan step that walks a whole table or index (SQLite's `SCAN`), other
+    /// than the rows of a `VALUES` list or a subquery's own result.
+    fn reads_a_whole_table(plan: &str) -> bool {
+        plan.split("; ").any(|step| {
+            step.starts_with("SCAN ")
+                && !step.ends_with("VALUES CLAUSE")
+                && !step.starts_with("SCAN (subquery-")
+        })
+    }
+
+    #[test]
+    fn a_whole_table_read_is_told_from_a_search() {
+        assert!(reads_a_whole_table(
+            "SCAN principals USING INDEX sqlite_autoindex_principals_1"
+        ));
+        assert!(reads_a_whole_table("SEARCH runs USING INDEX a (x=?); SCAN runs"));
+        assert!(!reads_a_whole_table("SCAN 4-ROW VALUES CLAUSE"));
+        assert!(!reads_a_whole_table(
+            "SEARCH v USING INDEX i (interrupt_id=?); SCAN (subquery-1)"
+        ));
+    }
+
+    /// The dashboard reads one tenant's runs and people by the tenant's
+    /// index, whatever the other tenants hold (issue #17 replaced the runs
+    /// index by status, which no read searched).
+    #[tokio::test]
+    async fn dashboard_reads_search_the_tenants_index() {
+        use crate::store::admin::{
+            RUN_PAGE_COUNT_SQL, RUN_PAGE_SQL, RUN_STATUS_COUNTS_SQL, RUN_WORKFLOWS_SQL, TENANT_PRINCIPALS_SQL,
+        };
+        let (_dir, store) = store().await;
+        for (sql, index) in [
+            (RUN_STATUS_COUNTS_SQL, "runs_by_tenant"),
+            (RUN_PAGE_COUNT_SQL, "runs_by_tenant"),
+            (RUN_PAGE_SQL.as_str(), "runs_by_tenant"),
+            (RUN_WORKFLOWS_SQL, "runs_by_tenant"),
+            (TENANT_PRINCIPALS_SQL, "principals_by_tenant"),
+            (crate::store::rows::LOAD_DIRECTORY_SQL, "principals_by_tenant"),
+        ] {
+            let plan = plan_any(&store, sql).await;
+            assert!(
+                plan.contains(&format!("USING INDEX {index} (tenant=?)")),
+                "{sql} => {plan}"
+            );
+            assert!(!reads_a_whole_table(&plan), "{sql} => {plan}");
+        }
     }
 }
