@@ -19,7 +19,8 @@
 #   SERVER_BIN=path             another server binary (before/after pairs)
 #   ON_RESOLVE=command          run in the background as the first resolve
 #                               phase starts, with SERVER_PID set (a profiler:
-#                               scripts/profile-writer.sh)
+#                               scripts/profile-writer.sh) and SERVER_DB, the
+#                               SQLite file (scripts/wal_frames.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -113,7 +114,7 @@ TOML
     sed -n "$((i * per + 1)),$(((i + 1) * per))p" "$dir/all" > "$dir/sample"
     i=$((i + 1))
     printf '%-8s stored %-7s resolve C=%-3s ' "$DATABASE" "$stored" "$c"
-    if [ -n "${ON_RESOLVE:-}" ] && [ "$i" -eq 1 ]; then SERVER_PID=$pid bash -c "$ON_RESOLVE" & fi
+    if [ -n "${ON_RESOLVE:-}" ] && [ "$i" -eq 1 ]; then SERVER_PID=$pid SERVER_DB="$dir/load.db" bash -c "$ON_RESOLVE" & fi
     drive resolve.lua "$(wc -l < "$dir/sample")" "$c" "$dir/unused"
   done
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
