@@ -1,11 +1,24 @@
 // Shared helpers for browser tests: a real Tollgate server on 127.0.0.1 with
 // its own database, and Debian's Chromium driven by playwright-core.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
+
+/**
+ * Removes a test's scratch directory. A leftover one is not worth failing a
+ * test over: Chromium's helper processes may still be writing to its profile
+ * just after the browser closes (`scripts/test.sh` removes what is left).
+ */
+const removeDir = (dir) => {
+  try {
+    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  } catch {
+    // left for the caller's temporary directory
+  }
+};
 
 export const ROOT = resolve(import.meta.dirname, '..');
 const BIN = process.env.TOLLGATE_BIN ?? join(ROOT, 'target/debug/tollgate');
@@ -74,7 +87,10 @@ ${extraToml}
   return {
     url,
     log: () => log,
-    stop: () => new Promise((ok) => { child.once('exit', ok); child.kill('SIGTERM'); }),
+    stop: () => new Promise((ok) => {
+      child.once('exit', () => { removeDir(dir); ok(); });
+      child.kill('SIGTERM');
+    }),
   };
 }
 
@@ -85,7 +101,8 @@ ${extraToml}
  * raw bytes), stop }.
  */
 export async function startSmtp() {
-  const dir = join(mkdtempSync(join(tmpdir(), 'tollgate-smtp-')), 'mail');
+  const root = mkdtempSync(join(tmpdir(), 'tollgate-smtp-'));
+  const dir = join(root, 'mail');
   const port = await freePort();
   const child = spawn('/usr/bin/python3', ['-m', 'aiosmtpd', '-n', '-l', `127.0.0.1:${port}`, '-c', 'aiosmtpd.handlers.Mailbox', dir],
     { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -113,8 +130,9 @@ export async function startSmtp() {
       throw new Error(`no mail within ${ms} ms:\n${log}`);
     },
     stop: () => new Promise((ok) => {
-      if (child.exitCode !== null) return ok();
-      child.once('exit', ok);
+      const done = () => { removeDir(root); ok(); };
+      if (child.exitCode !== null) return done();
+      child.once('exit', done);
       child.kill('SIGTERM');
     }),
   };
@@ -123,7 +141,7 @@ export async function startSmtp() {
 /** Launches Debian's Chromium (never a downloaded browser). */
 export async function launchBrowser(options = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-chromium-'));
-  return chromium.launchPersistentContext(dataDir, {
+  const context = await chromium.launchPersistentContext(dataDir, {
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     headless: true,
     args: [
@@ -132,6 +150,9 @@ export async function launchBrowser(options = {}) {
     ],
     ...options,
   });
+  // The profile is the browser's alone; it goes once the browser has exited.
+  context.once('close', () => removeDir(dataDir));
+  return context;
 }
 
 /** A run id as one path segment (the OpenWOP wire form: `/` is `~2F`). */

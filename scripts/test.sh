@@ -22,6 +22,8 @@ cargo test --workspace
 
 step "engine and HTTP tests again on PostgreSQL (a private server), and two instances on it"
 export TOLLGATE_PG_DIR=$(mktemp -d /tmp/tollgate-pg.XXXXXX)
+# Its own port too: a benchmark or development server may hold the default one.
+export TOLLGATE_PG_PORT=${TOLLGATE_TEST_PG_PORT:-54339}
 trap 'scripts/pg.sh stop || true; rm -rf "$TOLLGATE_PG_DIR"' EXIT
 pg_url=$(scripts/pg.sh start)
 # The same workspace build as above (per-package runs would rebuild dependencies
@@ -30,7 +32,11 @@ TOLLGATE_TEST_POSTGRES="$pg_url" cargo test --workspace --tests
 scripts/schema-parity.sh
 
 step "browser tests"
-node --test --test-concurrency=1 end2end/
+# Their servers', browsers' and mailboxes' scratch directories go under one
+# temporary directory, removed afterwards whatever a test left behind.
+e2e_tmp=$(mktemp -d /tmp/tollgate-e2e-run.XXXXXX)
+trap 'scripts/pg.sh stop || true; rm -rf "$TOLLGATE_PG_DIR" "$e2e_tmp"' EXIT
+TMPDIR="$e2e_tmp" node --test --test-concurrency=1 end2end/
 
 step "API fuzzing: Schemathesis from /openapi.json against a live server"
 scripts/fuzz-api.sh
