@@ -12,7 +12,11 @@
 #   STORED="2000 20000 200000"  store sizes (runs created before the resolves)
 #   CONCURRENCY="16 64"         wrk connections (1 wrk thread: far from the bottleneck)
 #   RESOLVES=N                  resolves per concurrency level (default
-#                               min(10000, STORED / number of levels))
+#                               min(10000, pending runs / number of levels))
+#   PENDING=N                   a store shaped like production: only the N
+#                               newest runs stay pending, the older ones are
+#                               resolved first (the "settle" phase, C=16);
+#                               the measured resolves are among the N
 #   DATABASE=sqlite|postgres    a fresh file, or a fresh database on the
 #                               private server of scripts/pg.sh
 #   DURABILITY=full|relaxed     full: synchronous=FULL / synchronous_commit=on
@@ -107,8 +111,17 @@ TOML
   rm -f "$dir"/runs.*
   printf '%-8s stored %-7s create  C=%-3s ' "$DATABASE" "$stored" 16
   drive create.lua "$stored" 16 "$dir/runs"
-  cat "$dir"/runs.* | shuf > "$dir/all"
-  per=${RESOLVES:-$(( stored / ${#levels[@]} < 10000 ? stored / ${#levels[@]} : 10000 ))}
+  cat "$dir"/runs.* > "$dir/created"   # in creation order (one wrk thread)
+  created=$(wc -l < "$dir/created")      # wrk may leave a request unsent
+  pending=$created
+  if [ -n "${PENDING:-}" ] && [ "$PENDING" -lt "$created" ]; then
+    pending=$PENDING
+    head -n $((created - pending)) "$dir/created" > "$dir/sample"
+    printf '%-8s stored %-7s settle  C=%-3s ' "$DATABASE" "$stored" 16
+    drive resolve.lua "$(wc -l < "$dir/sample")" 16 "$dir/unused"
+  fi
+  tail -n "$pending" "$dir/created" | shuf > "$dir/all"
+  per=${RESOLVES:-$(( pending / ${#levels[@]} < 10000 ? pending / ${#levels[@]} : 10000 ))}
   i=0
   for c in "${levels[@]}"; do
     sed -n "$((i * per + 1)),$(((i + 1) * per))p" "$dir/all" > "$dir/sample"
