@@ -121,7 +121,8 @@ TOML
     drive resolve.lua "$(wc -l < "$dir/sample")" 16 "$dir/unused"
   fi
   tail -n "$pending" "$dir/created" | shuf > "$dir/all"
-  per=${RESOLVES:-$(( pending / ${#levels[@]} < 10000 ? pending / ${#levels[@]} : 10000 ))}
+  share=$(( pending / ${#levels[@]} ))
+  per=${RESOLVES:-$(( share < 10000 ? share : 10000 ))}
   i=0
   for c in "${levels[@]}"; do
     sed -n "$((i * per + 1)),$(((i + 1) * per))p" "$dir/all" > "$dir/sample"

@@ -24,7 +24,9 @@ step "engine and HTTP tests again on PostgreSQL (a private server), and two inst
 export TOLLGATE_PG_DIR=$(mktemp -d /tmp/tollgate-pg.XXXXXX)
 # Its own port too: a benchmark or development server may hold the default one.
 export TOLLGATE_PG_PORT=${TOLLGATE_TEST_PG_PORT:-54339}
-trap 'scripts/pg.sh stop || true; rm -rf "$TOLLGATE_PG_DIR"' EXIT
+e2e_tmp=
+cleanup() { scripts/pg.sh stop || true; rm -rf "$TOLLGATE_PG_DIR" ${e2e_tmp:+"$e2e_tmp"}; }
+trap cleanup EXIT
 pg_url=$(scripts/pg.sh start)
 # The same workspace build as above (per-package runs would rebuild dependencies
 # with other features); the console's wasm-only tests need no database.
@@ -35,7 +37,6 @@ step "browser tests"
 # Their servers', browsers' and mailboxes' scratch directories go under one
 # temporary directory, removed afterwards whatever a test left behind.
 e2e_tmp=$(mktemp -d /tmp/tollgate-e2e-run.XXXXXX)
-trap 'scripts/pg.sh stop || true; rm -rf "$TOLLGATE_PG_DIR" "$e2e_tmp"' EXIT
 TMPDIR="$e2e_tmp" node --test --test-concurrency=1 end2end/
 
 step "API fuzzing: Schemathesis from /openapi.json against a live server"
