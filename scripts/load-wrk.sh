@@ -25,6 +25,10 @@
 #                               phase starts, with SERVER_PID set (a profiler:
 #                               scripts/profile-writer.sh) and SERVER_DB, the
 #                               SQLite file (scripts/wal_frames.py)
+#   BEFORE_CREATE=command       run (and waited for) just before the create
+#   BEFORE_RESOLVE=command      phase and the first resolve phase, with
+#                               SERVER_PID set (scripts/instructions.sh
+#                               dumps its counts there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -53,7 +57,8 @@ writer_ticks() {
   echo "$sum"
 }
 
-# Runs wrk with a script; prints "rate p50_ms p99_ms cpu_ms/req writer_ms/req failed".
+# Runs wrk with a script; prints "rate p50_ms p99_ms cpu_ms/req writer_ms/req
+# written/req failed answered".
 drive() {
   local lua=$1 n=$2 c=$3 out=$4
   local s0 w0 s1 w1 line
@@ -70,7 +75,7 @@ drive() {
   line=$(grep '^WRK ' "$dir/wrk.out") || { cat "$dir/wrk.out" >&2; exit 1; }
   eval "$(echo "$line" | sed 's/^WRK //')"
   awk -v n="$answered" -v d="$duration_us" -v p50="$p50_us" -v p99="$p99_us" -v s=$((s1 - s0)) -v w=$((w1 - w0)) -v b=$((b1 - b0)) -v f="$failed" \
-    'BEGIN { printf "%8.0f/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %.3f ms/req (writer %.3f)  written %.1f KiB/req  failed %d\n", n / (d / 1e6), p50 / 1e3, p99 / 1e3, s * 10 / n, w * 10 / n, b / 1024 / n, f }'
+    'BEGIN { printf "%8.0f/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %.3f ms/req (writer %.3f)  written %.1f KiB/req  failed %d  answered %d\n", n / (d / 1e6), p50 / 1e3, p99 / 1e3, s * 10 / n, w * 10 / n, b / 1024 / n, f, n }'
 }
 
 dir=$(mktemp -d)
@@ -106,9 +111,11 @@ scopes = ["admin"]
 TOML
   RUST_LOG=warn "$BIN" serve --config "$dir/load.toml" > "$dir/server.out" 2>&1 &
   pid=$!
-  for _ in $(seq 100); do grep -q "listening on" "$dir/server.out" 2>/dev/null && break; sleep 0.1; done
+  # (up to a minute: under valgrind a start takes a while)
+  for _ in $(seq 600); do grep -q "listening on" "$dir/server.out" 2>/dev/null && break; sleep 0.1; done
   url=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$dir/server.out")
   rm -f "$dir"/runs.*
+  if [ -n "${BEFORE_CREATE:-}" ]; then SERVER_PID=$pid bash -c "$BEFORE_CREATE"; fi
   printf '%-8s stored %-7s create  C=%-3s ' "$DATABASE" "$stored" 16
   drive create.lua "$stored" 16 "$dir/runs"
   cat "$dir"/runs.* > "$dir/created"   # in creation order (one wrk thread)
@@ -128,6 +135,7 @@ TOML
     sed -n "$((i * per + 1)),$(((i + 1) * per))p" "$dir/all" > "$dir/sample"
     i=$((i + 1))
     printf '%-8s stored %-7s resolve C=%-3s ' "$DATABASE" "$stored" "$c"
+    if [ -n "${BEFORE_RESOLVE:-}" ] && [ "$i" -eq 1 ]; then SERVER_PID=$pid bash -c "$BEFORE_RESOLVE"; fi
     if [ -n "${ON_RESOLVE:-}" ] && [ "$i" -eq 1 ]; then SERVER_PID=$pid SERVER_DB="$dir/load.db" bash -c "$ON_RESOLVE" & fi
     drive resolve.lua "$(wc -l < "$dir/sample")" "$c" "$dir/unused"
   done

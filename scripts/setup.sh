@@ -17,6 +17,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v psql >/dev/null || missing+=(postgresql-client)
 # The HTTP load benchmark (scripts/load-wrk.sh).
 command -v wrk >/dev/null || missing+=(wrk)
+# Instructions per request under callgrind (scripts/instructions.sh).
+command -v valgrind >/dev/null || missing+=(valgrind)
 # The SMTP server the mail tests send to (Debian's python3, not another on PATH).
 /usr/bin/python3 -c 'import aiosmtpd' 2>/dev/null || missing+=(python3-aiosmtpd)
 if ((${#missing[@]})); then
