@@ -19,6 +19,13 @@ mod state;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
+// mimalloc instead of glibc's allocator, for Rust and (feature `override`)
+// for the embedded SQLite: a resolve allocates and frees many small buffers
+// (JSON, rows, events, SQLite's own); 0.80x the instructions per resolve
+// together with prepared transaction statements (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "tollgate",

@@ -79,9 +79,12 @@ impl Tx for SqliteTx<'_> {
                     ValueRef::Null => Val::Text(None),
                     ValueRef::Integer(v) => Val::Int(Some(v)),
                     ValueRef::Real(v) => Val::Real(Some(v)),
-                    ValueRef::Text(t) | ValueRef::Blob(t) => {
-                        Val::Text(Some(String::from_utf8_lossy(t).into_owned()))
-                    }
+                    // Everything stored was written from Rust strings, so
+                    // the plain UTF-8 check (faster than the lossy one) passes.
+                    ValueRef::Text(t) | ValueRef::Blob(t) => Val::Text(Some(match std::str::from_utf8(t) {
+                        Ok(text) => text.to_owned(),
+                        Err(_) => String::from_utf8_lossy(t).into_owned(),
+                    })),
                 });
             }
             out.push(Row { values });
@@ -99,7 +102,19 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn execute_batch(&self, sql: &str) -> Result<()> {
-        Ok(self.0.execute_batch(sql)?)
+        Ok(run(self.0, sql)?)
+    }
+}
+
+/// Runs statements without parameters; a single one (a savepoint's `SAVEPOINT`,
+/// `RELEASE`, the batch's `BEGIN`/`COMMIT`) from the statement cache, since
+/// every command runs several and parsing them afresh showed in the writer's
+/// profile.
+fn run(conn: &rusqlite::Connection, sql: &str) -> rusqlite::Result<()> {
+    if sql.contains(';') {
+        conn.execute_batch(sql)
+    } else {
+        conn.prepare_cached(sql)?.execute([]).map(drop)
     }
 }
 
@@ -217,7 +232,7 @@ fn writer_loop(conn: rusqlite::Connection, mut rx: mpsc::Receiver<Job>) {
             }
         }
         let mut replies: Vec<Reply> = Vec::with_capacity(batch.len());
-        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        if let Err(e) = run(&conn, "BEGIN IMMEDIATE") {
             let err = EngineError::Storage(format!("begin: {e}"));
             for job in batch.drain(..) {
                 let (_, reply) = run_isolated(&conn, job);
@@ -232,7 +247,7 @@ fn writer_loop(conn: rusqlite::Connection, mut rx: mpsc::Receiver<Job>) {
                 replies.push(run_isolated(&conn, job).1);
                 continue;
             }
-            if let Err(e) = conn.execute_batch("SAVEPOINT cmd") {
+            if let Err(e) = run(&conn, "SAVEPOINT cmd") {
                 broken = Some(EngineError::Storage(format!("savepoint: {e}")));
                 replies.push(run_isolated(&conn, job).1);
                 continue;
@@ -243,12 +258,8 @@ fn writer_loop(conn: rusqlite::Connection, mut rx: mpsc::Receiver<Job>) {
                 Ok((ok, reply)) => (ok, Some(reply)),
                 Err(_) => (false, None),
             };
-            let end = if ok {
-                "RELEASE cmd"
-            } else {
-                "ROLLBACK TO cmd; RELEASE cmd"
-            };
-            if let Err(e) = conn.execute_batch(end) {
+            let undone = if ok { Ok(()) } else { run(&conn, "ROLLBACK TO cmd") };
+            if let Err(e) = undone.and_then(|()| run(&conn, "RELEASE cmd")) {
                 broken = Some(EngineError::Storage(format!("savepoint: {e}")));
             }
             replies.extend(reply);
@@ -258,10 +269,10 @@ fn writer_loop(conn: rusqlite::Connection, mut rx: mpsc::Receiver<Job>) {
                 let _ = conn.execute_batch("ROLLBACK");
                 Some(e)
             }
-            None => match conn.execute_batch("COMMIT") {
+            None => match run(&conn, "COMMIT") {
                 Ok(()) => None,
                 Err(e) => {
-                    let _ = conn.execute_batch("ROLLBACK");
+                    let _ = run(&conn, "ROLLBACK");
                     Some(EngineError::Storage(format!("commit: {e}")))
                 }
             },
