@@ -15,6 +15,7 @@ use crate::interrupt::{reentry_key, InterruptKind};
 use crate::routing::Trigger;
 use crate::store::changes::{self, Change, NewEvent, NewInterrupt};
 use crate::store::conversations::{self, ConversationChange, OpenConversation};
+use crate::store::json_text;
 pub(crate) use crate::store::rows::{
     latest_interrupt_for_update, load_directory, load_run_for_update, pending_interrupt_for_update,
     InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS,
@@ -231,7 +232,7 @@ impl<'a> Exec<'a> {
             sequence,
             event_type,
             node_id: node_id.map(NodeId::trusted),
-            payload: payload.to_string(),
+            payload: json_text(&payload),
         });
         Ok(sequence)
     }
@@ -523,9 +524,9 @@ impl<'a> Exec<'a> {
             key: key.clone(),
             visit,
             kind: spec.kind,
-            payload: payload.to_string(),
+            payload: json_text(&payload),
             contract: contract_text,
-            request: request.to_string(),
+            request: json_text(&request),
             rules,
             workflow_id: wf.id.clone(),
             title,
@@ -779,7 +780,7 @@ impl<'a> Exec<'a> {
             interrupt_id: interrupt.interrupt_id.clone(),
             inbox: interrupt.inbox_group.clone(),
             at: self.now,
-            resolution: resolved.to_string(),
+            resolution: json_text(&resolved),
         });
         self.emit(EventType::InterruptResolved, Some(node_id), resolved)?;
         if let Some(rv) = &resume_value {
@@ -1183,7 +1184,7 @@ impl<'a> Exec<'a> {
                     node_id: node_id.clone(),
                     status: st.status,
                     visits: st.visits,
-                    output: st.output.as_ref().map(Value::to_string),
+                    output: st.output.as_ref().map(json_text),
                     pending_in: serde_json::to_string(&st.pending_in)?,
                     due_at: st.due_at,
                     waiting: st.waiting,
@@ -1195,7 +1196,7 @@ impl<'a> Exec<'a> {
             run_id: self.run.run_id.clone(),
             status: self.run.status,
             current_node_id: self.run.current_node_id.clone(),
-            error: self.run.error.as_ref().map(Value::to_string),
+            error: self.run.error.as_ref().map(json_text),
             next_sequence: self.run.next_sequence,
             completed_at: self.run.completed_at,
         });

@@ -19,7 +19,9 @@ impl Idem {
                 "Idempotency-Key must match ^[A-Za-z0-9._~-]{22,128}$".into(),
             ));
         }
-        let digest = hex::encode(Sha256::digest(format!("{operation}\n{body}").as_bytes()));
+        let digest = hex::encode(Sha256::digest(
+            format!("{operation}\n{}", crate::store::json_text(body)).as_bytes(),
+        ));
         Ok(Idem {
             key: key.to_string(),
             operation: operation.to_string(),

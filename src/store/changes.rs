@@ -8,6 +8,7 @@
 //! unit test can read what it decided without a database.
 
 use super::rows::NodeRow;
+use super::value::json_text;
 use super::{inbox, Dialect, Val, WriteConn};
 use crate::clock::Millis;
 use crate::error::Result;
@@ -321,11 +322,11 @@ fn statements_of(change: Change, dialect: Dialect, out: &mut Vec<Statement>) {
                     text(run.status.as_str()),
                     text(run.owner.to_string()),
                     opt_text(run.current_node_id),
-                    opt_text(run.error.as_ref().map(|e| e.to_string())),
-                    text(run.inputs.to_string()),
-                    opt_text(run.configurable.as_ref().map(|v| v.to_string())),
-                    opt_text(run.tags.as_ref().map(|v| v.to_string())),
-                    opt_text(run.metadata.as_ref().map(|v| v.to_string())),
+                    opt_text(run.error.as_ref().map(json_text)),
+                    text(json_text(&run.inputs)),
+                    opt_text(run.configurable.as_ref().map(json_text)),
+                    opt_text(run.tags.as_ref().map(json_text)),
+                    opt_text(run.metadata.as_ref().map(json_text)),
                     opt_text(run.callback_url),
                     int(run.next_sequence),
                     int(run.created_at),

@@ -31,7 +31,7 @@ mod value;
 
 pub use sql::Dialect;
 pub use sqlite::Durability;
-pub use value::{FromVal, Row, ToVal, Val};
+pub use value::{json_text, FromVal, Row, ToVal, Val};
 
 use crate::error::{EngineError, Result};
 use sqlx::AnyPool;

@@ -5,6 +5,14 @@
 
 use crate::error::{EngineError, Result};
 
+/// A JSON value as the text a column stores. `serde_json::to_string` writes
+/// into one buffer; `Value`'s `Display` (`to_string()`) goes through the
+/// formatter piece by piece and cost twice the instructions on the resolve
+/// path (docs/performance.md, sixth sitting).
+pub fn json_text(value: &serde_json::Value) -> String {
+    serde_json::to_string(value).expect("a JSON value always serialises: its keys are strings")
+}
+
 /// One SQL value: an integer, a text or a real, each possibly NULL.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Val {
