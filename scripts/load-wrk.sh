@@ -47,6 +47,8 @@ command -v wrk >/dev/null || { echo "wrk is not installed (scripts/setup.sh)" >&
 written() { awk '/^write_bytes:/ { print $2 }' "/proc/$1/io"; }
 # CPU ticks (user + system, 1/100 s) of a process, and of its writer threads.
 ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
+# Of which in the kernel (system time: the WAL's writes and fsyncs, sockets).
+system_ticks() { awk '{sub(/.*\) /, ""); print $13}' "/proc/$1/stat"; }
 writer_ticks() {
   local sum=0 t
   for t in /proc/"$1"/task/*; do
@@ -58,11 +60,11 @@ writer_ticks() {
 }
 
 # Runs wrk with a script; prints "rate p50_ms p99_ms cpu_ms/req writer_ms/req
-# written/req failed answered".
+# kernel_share written/req failed answered".
 drive() {
   local lua=$1 n=$2 c=$3 out=$4
   local s0 w0 s1 w1 line
-  s0=$(ticks "$pid"); w0=$(writer_ticks "$pid"); b0=$(written "$pid")
+  s0=$(ticks "$pid"); k0=$(system_ticks "$pid"); w0=$(writer_ticks "$pid"); b0=$(written "$pid")
   rm -f "$dir"/done.*
   WRK_C=$c WRK_THREADS=$THREADS WRK_KEY=$KEY WRK_N=$n WRK_FILE="$dir/sample" WRK_OUT="$out" WRK_DONE="$dir/done" \
     wrk -t"$THREADS" -c"$c" -d3600s -T60s -s "scripts/wrk/$lua" "$url" > "$dir/wrk.out" &
@@ -71,11 +73,11 @@ drive() {
   # (the scripts time the requests themselves).
   until [ "$(ls "$dir"/done.* 2>/dev/null | wc -l)" -ge "$THREADS" ]; do sleep 0.1; done
   kill -INT "$wrk_pid"; wait "$wrk_pid" || true
-  s1=$(ticks "$pid"); w1=$(writer_ticks "$pid"); b1=$(written "$pid")
+  s1=$(ticks "$pid"); k1=$(system_ticks "$pid"); w1=$(writer_ticks "$pid"); b1=$(written "$pid")
   line=$(grep '^WRK ' "$dir/wrk.out") || { cat "$dir/wrk.out" >&2; exit 1; }
   eval "$(echo "$line" | sed 's/^WRK //')"
-  awk -v n="$answered" -v d="$duration_us" -v p50="$p50_us" -v p99="$p99_us" -v s=$((s1 - s0)) -v w=$((w1 - w0)) -v b=$((b1 - b0)) -v f="$failed" \
-    'BEGIN { printf "%8.0f/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %.3f ms/req (writer %.3f)  written %.1f KiB/req  failed %d  answered %d\n", n / (d / 1e6), p50 / 1e3, p99 / 1e3, s * 10 / n, w * 10 / n, b / 1024 / n, f, n }'
+  awk -v n="$answered" -v d="$duration_us" -v p50="$p50_us" -v p99="$p99_us" -v s=$((s1 - s0)) -v w=$((w1 - w0)) -v k=$((k1 - k0)) -v b=$((b1 - b0)) -v f="$failed" \
+    'BEGIN { printf "%8.0f/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %.3f ms/req (writer %.3f, kernel %.0f %%)  written %.1f KiB/req  failed %d  answered %d\n", n / (d / 1e6), p50 / 1e3, p99 / 1e3, s * 10 / n, w * 10 / n, s ? 100 * k / s : 0, b / 1024 / n, f, n }'
 }
 
 dir=$(mktemp -d)

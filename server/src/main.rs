@@ -21,8 +21,8 @@ use std::path::PathBuf;
 
 // mimalloc instead of glibc's allocator, for Rust and (feature `override`)
 // for the embedded SQLite: a resolve allocates and frees many small buffers
-// (JSON, rows, events, SQLite's own); 0.80x the instructions per resolve
-// together with prepared transaction statements (docs/performance.md).
+// (JSON, rows, events, SQLite's own), and glibc's malloc was a tenth of the
+// writer thread's instructions (docs/performance.md, sixth sitting).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
