@@ -347,4 +347,18 @@ mod tests {
         );
         assert_eq!(RunStatus::Failed.to_val(), Val::Text(Some("failed".into())));
     }
+
+    #[test]
+    fn json_text_is_the_text_display_wrote() {
+        // Stored idempotency digests were taken over `Display`'s text: the
+        // faster writer must produce the same bytes.
+        let value = serde_json::json!({
+            "quote": "say \"yes\"\n\ttab \u{1} é 🦀 </script>",
+            "numbers": [0, -1, 1.5, 1e300, u64::MAX, i64::MIN],
+            "nested": { "b": null, "a": [true, false, {}, []] },
+            "": ""
+        });
+        assert_eq!(json_text(&value), value.to_string());
+        assert_eq!(json_text(&serde_json::Value::Null), "null");
+    }
 }
