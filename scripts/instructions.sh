@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per create and per resolve (issue #17): scripts/load-wrk.sh at
 # one store size with the server under valgrind's callgrind, counts dumped
-# just before the resolves. Unlike CPU time on this shared host, instruction
+# just before the creates and just before the resolves. Unlike CPU time on this shared host, instruction
 # counts do not swing between runs of one binary, so a change of a few per
 # cent in the server's own work shows (user space only: the kernel's share of
 # writes and fsyncs is not counted; see docs/performance.md). Valgrind runs

@@ -63,7 +63,7 @@ writer_ticks() {
 # kernel_share written/req failed answered".
 drive() {
   local lua=$1 n=$2 c=$3 out=$4
-  local s0 w0 s1 w1 line
+  local s0 k0 w0 b0 s1 k1 w1 b1 line
   s0=$(ticks "$pid"); k0=$(system_ticks "$pid"); w0=$(writer_ticks "$pid"); b0=$(written "$pid")
   rm -f "$dir"/done.*
   WRK_C=$c WRK_THREADS=$THREADS WRK_KEY=$KEY WRK_N=$n WRK_FILE="$dir/sample" WRK_OUT="$out" WRK_DONE="$dir/done" \

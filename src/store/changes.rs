@@ -8,8 +8,7 @@
 //! unit test can read what it decided without a database.
 
 use super::rows::NodeRow;
-use super::value::json_text;
-use super::{inbox, Dialect, Val, WriteConn};
+use super::{inbox, json_text, Dialect, Val, WriteConn};
 use crate::clock::Millis;
 use crate::error::Result;
 use std::sync::LazyLock;

@@ -266,7 +266,7 @@ fn writer_loop(conn: rusqlite::Connection, mut rx: mpsc::Receiver<Job>) {
         }
         let commit_error = match broken {
             Some(e) => {
-                let _ = conn.execute_batch("ROLLBACK");
+                let _ = run(&conn, "ROLLBACK");
                 Some(e)
             }
             None => match run(&conn, "COMMIT") {
