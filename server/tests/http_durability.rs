@@ -117,3 +117,69 @@ async fn idempotency_records_survive_a_restart() {
     let list = s.get("/interrupts", OWNER).await;
     assert_eq!(list.body["interrupts"].as_array().unwrap().len(), 1);
 }
+
+/// A storm of resolves, the server killed while they are in flight: every
+/// answered decision is there after the restart, and every unanswered one,
+/// sent again, is decided exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn answered_resolves_survive_kill_9_mid_storm() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    const RUNS: usize = 300;
+    let dir = TestDir::new();
+    let mut s = Server::start(&dir).await;
+    let mut runs = Vec::with_capacity(RUNS);
+    for _ in 0..RUNS {
+        runs.push(s.create("conformance-approval").await);
+    }
+    let answered = Arc::new(AtomicUsize::new(0));
+    let storm: Vec<_> = runs
+        .iter()
+        .map(|run| {
+            let request = s
+                .client
+                .post(s.url(&format!("/runs/{}/interrupts/gate", seg(run))))
+                .bearer_auth(OWNER)
+                .json(&json!({"resumeValue": {"action": "accept"}}));
+            let answered = answered.clone();
+            tokio::spawn(async move {
+                let status = request.send().await.ok().map(|r| r.status().as_u16());
+                if status.is_some() {
+                    answered.fetch_add(1, Ordering::SeqCst);
+                }
+                status
+            })
+        })
+        .collect();
+    while answered.load(Ordering::SeqCst) < 20 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    s.kill9();
+    let mut statuses = Vec::with_capacity(RUNS);
+    for request in storm {
+        statuses.push(request.await.unwrap());
+    }
+    let unanswered = statuses.iter().filter(|s| s.is_none()).count();
+    assert!(unanswered > 0, "the kill came after the storm");
+
+    let s = Server::start(&dir).await;
+    for (run, status) in runs.iter().zip(&statuses) {
+        match status {
+            Some(200) => {}
+            Some(other) => panic!("{run}: {other} before the kill"),
+            None => {
+                // Lost with the process, or decided and its answer lost.
+                let again = s.resolve(run, "gate", OWNER, json!({"action": "accept"})).await;
+                if again.status != 200 {
+                    again.expect(409, Some("interrupt_already_resolved"));
+                }
+            }
+        }
+        let snap = s.snapshot(run).await;
+        assert_eq!(snap["status"], "completed", "{run}: {snap}");
+        let events = s.events(run).await;
+        assert_eq!(count(&events, "interrupt.resolved"), 1, "{run}");
+        let seqs: Vec<i64> = events.iter().map(|e| e["sequence"].as_i64().unwrap()).collect();
+        assert_eq!(seqs, (0..events.len() as i64).collect::<Vec<_>>(), "{run}");
+    }
+}

@@ -28,6 +28,7 @@ mod sqlite;
 pub mod testing;
 pub(crate) mod token_keys;
 mod value;
+mod wal_buffer;
 
 pub use sql::Dialect;
 pub use sqlite::Durability;

@@ -12,7 +12,7 @@
 //! hand-off to the connection's worker thread and back, and those hand-offs,
 //! not SQLite, bounded throughput (see docs/performance.md).
 
-use super::{Dialect, Row, Tx, Val, WriteConn};
+use super::{wal_buffer, Dialect, Row, Tx, Val, WriteConn};
 use crate::error::{EngineError, Result};
 use sqlx::any::AnyPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
@@ -207,7 +207,16 @@ impl SqliteWriter {
 
 /// The write connection, with the same settings the readers get from sqlx.
 fn open_writer(path: &std::path::Path, durability: Durability) -> Result<rusqlite::Connection> {
-    let conn = rusqlite::Connection::open(path)?;
+    let conn = match durability {
+        // Every commit syncs the WAL before publishing it: its frames may
+        // wait in memory until then (see `wal_buffer`).
+        Durability::Full => {
+            wal_buffer::register().map_err(|e| EngineError::Storage(format!("wal buffer: {e}")))?;
+            let vfs = wal_buffer::VFS_NAME.to_str().expect("an ASCII name");
+            rusqlite::Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs)?
+        }
+        Durability::Relaxed => rusqlite::Connection::open(path)?,
+    };
     conn.busy_timeout(Duration::from_secs(10))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     let sync = match durability {
