@@ -70,8 +70,7 @@ pub fn hash_key(key: &str) -> String {
 pub fn generate_key() -> String {
     use base64::Engine as _;
     let mut bytes = [0u8; 32];
-    bytes[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-    bytes[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    getrandom::fill(&mut bytes).expect("the operating system's random source");
     format!(
         "tg_{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
