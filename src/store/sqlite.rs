@@ -227,6 +227,14 @@ fn open_writer(path: &std::path::Path, durability: Durability) -> Result<rusqlit
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; \
          PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000;"
     ))?;
+    // The WAL buffer holds frames until the commit's sync: it needs every
+    // commit to sync (FULL is 2).
+    let synchronous: i64 = conn.query_row("PRAGMA synchronous", [], |row| row.get(0))?;
+    if durability == Durability::Full && synchronous != 2 {
+        return Err(EngineError::Storage(format!(
+            "the writer's connection has synchronous={synchronous}, not FULL"
+        )));
+    }
     Ok(conn)
 }
 

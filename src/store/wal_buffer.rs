@@ -1,5 +1,5 @@
 //! A VFS over the platform's default one that hands the writer's WAL frames
-//! to the kernel as one write per commit instead of two per page.
+//! to the kernel in a few large writes per commit instead of two per page.
 //!
 //! SQLite writes each WAL frame with two `pwrite`s (its 24-byte header, then
 //! the page): about 22 system calls per resolve, a large part of the
@@ -7,16 +7,19 @@
 //! `synchronous=FULL` a commit syncs the WAL before it publishes the new
 //! frames to other connections, and a crash before that sync loses nothing
 //! that was answered; so the frames may wait in memory until then. This VFS
-//! keeps the WAL's contiguous writes in a buffer and writes it out in one
-//! call before anything that could observe the file: a sync, a read, a
-//! truncation, a size query, a file control, closing the file, or a write
-//! elsewhere in the file (and whenever the buffer passes [`BUFFER_LIMIT`]).
-//! What reaches the disk before each sync is what reached it without the
-//! buffer.
+//! keeps the WAL's contiguous writes in a buffer and writes it out (in
+//! pieces of at most [`MAX_WRITE`]) before anything that could observe the
+//! file: a sync, a read, a truncation, a size query, a file control,
+//! closing the file, or a write elsewhere in the file (and whenever the
+//! buffer passes [`BUFFER_LIMIT`]). What reaches the disk before each sync
+//! is what reached it without the buffer.
 //!
-//! Only for the writer with `Durability::Full`: with `synchronous=NORMAL` a
-//! commit does not sync, and buffered frames would be invisible to the
-//! readers and lost with the process.
+//! Only for the writer with `Durability::Full` (`open_writer` checks that
+//! the connection syncs in full): with `synchronous=NORMAL` a commit does
+//! not sync, and buffered frames would be invisible to the readers and lost
+//! with the process. A WAL on storage without power-safe overwrite (or
+//! sequential-only) is passed through unbuffered: there SQLite pads a commit
+//! to a sector boundary and writes its last piece after the sync.
 
 use rusqlite::ffi;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -111,16 +114,28 @@ unsafe extern "C" fn open(
     (*shell).inner = inner;
     (*shell).pending = std::ptr::null_mut();
     let rc = ((*inner_vfs).xOpen.expect("xOpen"))(inner_vfs, name, inner, flags, out_flags);
-    if rc != ffi::SQLITE_OK || (*inner).pMethods.is_null() {
-        // SQLite calls xClose only when pMethods is set: leave it unset so
-        // the inner file (closed or never opened) is not closed twice.
+    // SQLite calls xClose only when pMethods is set: leave it unset so the
+    // inner file (closed or never opened) is not closed twice.
+    if rc != ffi::SQLITE_OK {
         return rc;
     }
-    if (*(*inner).pMethods).iVersion < 3 {
-        ((*(*inner).pMethods).xClose.expect("xClose"))(inner);
+    if (*inner).pMethods.is_null() {
         return ffi::SQLITE_CANTOPEN;
     }
-    if flags & ffi::SQLITE_OPEN_WAL != 0 {
+    let methods = &*(*inner).pMethods;
+    if methods.iVersion < 3 {
+        (methods.xClose.expect("xClose"))(inner);
+        return ffi::SQLITE_CANTOPEN;
+    }
+    // Without power-safe overwrite SQLite pads a commit to a sector boundary
+    // and writes its last piece after the sync. It is on in this build
+    // unless the database was opened with `psow=0` (a URI parameter the
+    // WAL's name carries too).
+    let device = (methods.xDeviceCharacteristics.expect("xDeviceCharacteristics"))(inner);
+    let overwrite_safe = device & ffi::SQLITE_IOCAP_POWERSAFE_OVERWRITE != 0
+        && device & ffi::SQLITE_IOCAP_SEQUENTIAL == 0
+        && (name.is_null() || ffi::sqlite3_uri_boolean(name, c"psow".as_ptr(), 1) != 0);
+    if flags & ffi::SQLITE_OPEN_WAL != 0 && overwrite_safe {
         (*shell).pending = Box::into_raw(Box::new(Pending {
             start: 0,
             bytes: Vec::with_capacity(BUFFER_LIMIT),
@@ -210,8 +225,9 @@ unsafe fn write_out(
         }
         offset += piece.len() as i64;
     }
-    // On failure the frames are dropped with the error: SQLite gives up the
-    // transaction, and frames past the last commit are never read.
+    // On failure the frames are dropped with the error (the call that
+    // flushed reports it, whichever write gave the bytes): SQLite gives up
+    // the transaction, and frames past the last commit are never read.
     pending.bytes.clear();
     pending.flushes += 1;
     rc
@@ -401,8 +417,8 @@ mod tests {
         conn
     }
 
-    /// The writes the WAL's buffer handed to the kernel so far.
-    fn wal_flushes(conn: &Connection) -> u64 {
+    /// The WAL's buffer (null when it is written through).
+    fn wal_pending(conn: &Connection) -> *mut Pending {
         let mut wal: *mut ffi::sqlite3_file = std::ptr::null_mut();
         unsafe {
             let rc = ffi::sqlite3_file_control(
@@ -416,8 +432,15 @@ mod tests {
                 !wal.is_null() && std::ptr::eq((*wal).pMethods, &METHODS),
                 "the WAL is not ours"
             );
-            (*(*wal.cast::<File>()).pending).flushes
+            (*wal.cast::<File>()).pending
         }
+    }
+
+    /// The times the WAL's buffer was written out so far.
+    fn wal_flushes(conn: &Connection) -> u64 {
+        let pending = wal_pending(conn);
+        assert!(!pending.is_null(), "the WAL is not buffered");
+        unsafe { (*pending).flushes }
     }
 
     fn insert_rows(conn: &Connection, from: i64, count: i64) {
@@ -479,5 +502,26 @@ mod tests {
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .unwrap();
         assert_eq!(check, "ok");
+    }
+
+    #[test]
+    fn a_wal_without_power_safe_overwrite_is_written_through() {
+        register().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("psow.db");
+        let uri = format!("file:{}?psow=0", path.display());
+        let flags = OpenFlags::default() | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags_and_vfs(uri, flags, VFS_NAME.to_str().unwrap()).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+            .unwrap();
+        conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+            .unwrap();
+        insert_rows(&conn, 0, 10);
+        assert!(wal_pending(&conn).is_null());
+        let buffered = open_buffered(&dir.path().join("psow-default.db"));
+        buffered
+            .execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+            .unwrap();
+        assert!(!wal_pending(&buffered).is_null());
     }
 }
