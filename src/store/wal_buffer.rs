@@ -10,9 +10,12 @@
 //! keeps the WAL's contiguous writes in a buffer and writes it out (in
 //! pieces of at most [`MAX_WRITE`]) before anything that could observe the
 //! file: a sync, a read, a truncation, a size query, a file control,
-//! closing the file, or a write elsewhere in the file (and whenever the
-//! buffer passes [`BUFFER_LIMIT`]). What reaches the disk before each sync
-//! is what reached it without the buffer.
+//! closing the file, a write elsewhere in the file, and the release of the
+//! WAL's write lock (after a transaction given up with frames spilled:
+//! another connection may append there next), and whenever the buffer
+//! passes [`BUFFER_LIMIT`]. What reaches the disk before each sync, and
+//! before another connection may write, is what reached it without the
+//! buffer.
 //!
 //! Only for the writer with `Durability::Full` (`open_writer` checks that
 //! the connection syncs in full): with `synchronous=NORMAL` a commit does
@@ -23,7 +26,7 @@
 
 use rusqlite::ffi;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The name the writer's connection opens its database with.
 pub(super) const VFS_NAME: &CStr = c"tollgate-wal-buffer";
@@ -45,7 +48,14 @@ struct File {
     inner: *mut ffi::sqlite3_file,
     /// Only a WAL has one.
     pending: *mut Pending,
+    /// A database's WAL, a WAL's database (null until both are open).
+    partner: *mut File,
 }
+
+/// The databases open through this VFS, by the address of the name SQLite
+/// opened them with, so a WAL (whose name leads back to that address) finds
+/// its database.
+static DATABASES: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 
 /// Bytes written by SQLite and not yet by the kernel: `bytes` belong at
 /// file offset `start`.
@@ -113,6 +123,7 @@ unsafe extern "C" fn open(
     (*shell).base.pMethods = std::ptr::null();
     (*shell).inner = inner;
     (*shell).pending = std::ptr::null_mut();
+    (*shell).partner = std::ptr::null_mut();
     let rc = ((*inner_vfs).xOpen.expect("xOpen"))(inner_vfs, name, inner, flags, out_flags);
     // SQLite calls xClose only when pMethods is set: leave it unset so the
     // inner file (closed or never opened) is not closed twice.
@@ -142,8 +153,23 @@ unsafe extern "C" fn open(
             flushes: 0,
         }));
     }
+    if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 && !name.is_null() {
+        databases().push((name as usize, shell as usize));
+    }
+    if flags & ffi::SQLITE_OPEN_WAL != 0 && !name.is_null() {
+        let database = ffi::sqlite3_filename_database(name) as usize;
+        if let Some(&(_, db)) = databases().iter().find(|(n, _)| *n == database) {
+            let db = db as *mut File;
+            (*db).partner = shell;
+            (*shell).partner = db;
+        }
+    }
     (*shell).base.pMethods = &METHODS;
     ffi::SQLITE_OK
+}
+
+fn databases() -> std::sync::MutexGuard<'static, Vec<(usize, usize)>> {
+    DATABASES.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 unsafe extern "C" fn delete(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, sync_dir: c_int) -> c_int {
@@ -236,6 +262,11 @@ unsafe fn write_out(
 unsafe extern "C" fn close(file: *mut ffi::sqlite3_file) -> c_int {
     let flushed = flush(file);
     let shell = file.cast::<File>();
+    if !(*shell).partner.is_null() {
+        (*(*shell).partner).partner = std::ptr::null_mut();
+        (*shell).partner = std::ptr::null_mut();
+    }
+    databases().retain(|&(_, f)| f != shell as usize);
     if !(*shell).pending.is_null() {
         drop(Box::from_raw((*shell).pending));
         (*shell).pending = std::ptr::null_mut();
@@ -373,6 +404,17 @@ unsafe extern "C" fn shm_map(
 }
 
 unsafe extern "C" fn shm_lock(file: *mut ffi::sqlite3_file, offset: c_int, n: c_int, flags: c_int) -> c_int {
+    // Giving up the WAL's write lock (lock 0): what the buffer still holds
+    // belongs to a transaction that never committed (a commit writes the
+    // buffer out at its sync). Written out now, as SQLite wrote it without
+    // the buffer, before another connection may append where it lies.
+    let releases_write_lock =
+        flags == ffi::SQLITE_SHM_UNLOCK | ffi::SQLITE_SHM_EXCLUSIVE && offset <= 0 && offset + n > 0;
+    let wal = (*file.cast::<File>()).partner;
+    if releases_write_lock && !wal.is_null() {
+        // A failed write loses only frames no one will read.
+        let _ = flush(wal.cast());
+    }
     let (inner, methods) = inner(file);
     (methods.xShmLock.expect("xShmLock"))(inner, offset, n, flags)
 }
@@ -523,5 +565,52 @@ mod tests {
             .execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
             .unwrap();
         assert!(!wal_pending(&buffered).is_null());
+    }
+
+    #[test]
+    fn frames_of_a_rolled_back_transaction_never_land_on_a_later_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spill.db");
+        let buffered = open_buffered(&path);
+        buffered
+            .execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+            .unwrap();
+        insert_rows(&buffered, 0, 5);
+        // Every page in the database file: giving up the next transaction
+        // reads nothing back from the WAL (a read would write the buffer out).
+        buffered.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+        // A transaction larger than the cache spills frames into the WAL
+        // (here: into the buffer), then is given up.
+        buffered.execute_batch("PRAGMA cache_size = 10").unwrap();
+        {
+            let tx = buffered.unchecked_transaction().unwrap();
+            for id in 100..200 {
+                tx.execute("INSERT INTO t (id, body) VALUES (?1, ?2)", (id, "s".repeat(3000)))
+                    .unwrap();
+            }
+            tx.rollback().unwrap();
+        }
+        // Another connection (as the session store or the CLI would) commits
+        // frames where the spilled ones were...
+        let other = Connection::open(&path).unwrap();
+        other.execute_batch("PRAGMA synchronous = FULL").unwrap();
+        insert_rows(&other, 1_000, 3);
+        // ...and the buffered connection commits after them.
+        insert_rows(&buffered, 2_000, 2);
+        drop(buffered);
+        drop(other);
+        let reopened = Connection::open(&path).unwrap();
+        let check: String = reopened
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
+        let ids: Vec<i64> = reopened
+            .prepare("SELECT id FROM t ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(ids, [0, 1, 2, 3, 4, 1_000, 1_001, 1_002, 2_000, 2_001]);
     }
 }
