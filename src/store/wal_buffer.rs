@@ -20,9 +20,10 @@
 //! Only for the writer with `Durability::Full` (`open_writer` checks that
 //! the connection syncs in full): with `synchronous=NORMAL` a commit does
 //! not sync, and buffered frames would be invisible to the readers and lost
-//! with the process. A WAL on storage without power-safe overwrite (or
-//! sequential-only) is passed through unbuffered: there SQLite pads a commit
-//! to a sector boundary and writes its last piece after the sync.
+//! with the process. A WAL whose database lacks power-safe overwrite (or is
+//! on sequential-only storage) is passed through unbuffered: there SQLite
+//! pads a commit to a sector boundary and writes its last piece after the
+//! sync.
 
 use rusqlite::ffi;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -36,7 +37,8 @@ pub(super) const VFS_NAME: &CStr = c"tollgate-wal-buffer";
 const BUFFER_LIMIT: usize = 1 << 20;
 
 /// The most one write hands to the default VFS: the unix VFS writes at most
-/// 128 KiB − 1 bytes per call (and fails a larger one), about 31 frames.
+/// 128 KiB − 1 bytes per call (it masks the length with 0x1ffff, and a
+/// write cut short that way is reported as a full disk), about 31 frames.
 const MAX_WRITE: usize = 0x1ffff;
 
 /// An open file: SQLite's header first (SQLite sees a `*mut sqlite3_file`),
@@ -138,30 +140,37 @@ unsafe extern "C" fn open(
         (methods.xClose.expect("xClose"))(inner);
         return ffi::SQLITE_CANTOPEN;
     }
-    // Without power-safe overwrite SQLite pads a commit to a sector boundary
-    // and writes its last piece after the sync. It is on in this build
-    // unless the database was opened with `psow=0` (a URI parameter the
-    // WAL's name carries too).
-    let device = (methods.xDeviceCharacteristics.expect("xDeviceCharacteristics"))(inner);
-    let overwrite_safe = device & ffi::SQLITE_IOCAP_POWERSAFE_OVERWRITE != 0
-        && device & ffi::SQLITE_IOCAP_SEQUENTIAL == 0
-        && (name.is_null() || ffi::sqlite3_uri_boolean(name, c"psow".as_ptr(), 1) != 0);
-    if flags & ffi::SQLITE_OPEN_WAL != 0 && overwrite_safe {
-        (*shell).pending = Box::into_raw(Box::new(Pending {
-            start: 0,
-            bytes: Vec::with_capacity(BUFFER_LIMIT),
-            flushes: 0,
-        }));
-    }
     if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 && !name.is_null() {
         databases().push((name as usize, shell as usize));
     }
     if flags & ffi::SQLITE_OPEN_WAL != 0 && !name.is_null() {
+        // Only SQLite's pager opens a WAL, with a name that leads back to its
+        // database's (`sqlite3_filename_database`).
         let database = ffi::sqlite3_filename_database(name) as usize;
-        if let Some(&(_, db)) = databases().iter().find(|(n, _)| *n == database) {
-            let db = db as *mut File;
+        let db = databases()
+            .iter()
+            .find(|(n, _)| *n == database)
+            .map_or(std::ptr::null_mut(), |&(_, db)| db as *mut File);
+        if !db.is_null() {
             (*db).partner = shell;
             (*shell).partner = db;
+            // Without power-safe overwrite on the database file (`psow=0`,
+            // a file control) SQLite pads a commit to a sector boundary and
+            // writes its last piece after the sync: such a WAL is written
+            // through.
+            let db_inner = (*db).inner;
+            let device = ((*(*db_inner).pMethods)
+                .xDeviceCharacteristics
+                .expect("xDeviceCharacteristics"))(db_inner);
+            if device & ffi::SQLITE_IOCAP_POWERSAFE_OVERWRITE != 0
+                && device & ffi::SQLITE_IOCAP_SEQUENTIAL == 0
+            {
+                (*shell).pending = Box::into_raw(Box::new(Pending {
+                    start: 0,
+                    bytes: Vec::with_capacity(BUFFER_LIMIT),
+                    flushes: 0,
+                }));
+            }
         }
     }
     (*shell).base.pMethods = &METHODS;
@@ -373,6 +382,12 @@ unsafe extern "C" fn lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
 }
 
 unsafe extern "C" fn unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
+    // In `locking_mode=EXCLUSIVE` the WAL's write lock is never released
+    // through `shm_lock`; the database lock is, when the mode ends.
+    let wal = (*file.cast::<File>()).partner;
+    if !wal.is_null() {
+        let _ = flush(wal.cast());
+    }
     let (inner, methods) = inner(file);
     (methods.xUnlock.expect("xUnlock"))(inner, level)
 }
@@ -569,6 +584,12 @@ mod tests {
 
     #[test]
     fn frames_of_a_rolled_back_transaction_never_land_on_a_later_commit() {
+        for exclusive in [false, true] {
+            spill_give_up_and_let_another_connection_commit(exclusive);
+        }
+    }
+
+    fn spill_give_up_and_let_another_connection_commit(exclusive: bool) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("spill.db");
         let buffered = open_buffered(&path);
@@ -579,6 +600,10 @@ mod tests {
         // Every page in the database file: giving up the next transaction
         // reads nothing back from the WAL (a read would write the buffer out).
         buffered.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+        if exclusive {
+            // The WAL's write lock is then taken and released without a call.
+            buffered.execute_batch("PRAGMA locking_mode = EXCLUSIVE").unwrap();
+        }
         // A transaction larger than the cache spills frames into the WAL
         // (here: into the buffer), then is given up.
         buffered.execute_batch("PRAGMA cache_size = 10").unwrap();
@@ -589,6 +614,13 @@ mod tests {
                     .unwrap();
             }
             tx.rollback().unwrap();
+        }
+        if exclusive {
+            // Back to normal: the next read gives the locks up.
+            buffered.execute_batch("PRAGMA locking_mode = NORMAL").unwrap();
+            buffered
+                .query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))
+                .unwrap();
         }
         // Another connection (as the session store or the CLI would) commits
         // frames where the spilled ones were...
