@@ -243,6 +243,16 @@ unsafe fn flush(file: *mut ffi::sqlite3_file) -> c_int {
     write_out(inner, methods, &mut *pending)
 }
 
+/// Writes out the buffer of the WAL a database file opened, when its
+/// connection gives up a lock: what is left there never committed, so a
+/// failed write loses only frames no one will read.
+unsafe fn flush_wal_of(database: *mut ffi::sqlite3_file) {
+    let wal = (*database.cast::<File>()).partner;
+    if !wal.is_null() {
+        let _ = flush(wal.cast());
+    }
+}
+
 unsafe fn write_out(
     inner: *mut ffi::sqlite3_file,
     methods: &ffi::sqlite3_io_methods,
@@ -384,10 +394,7 @@ unsafe extern "C" fn lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
 unsafe extern "C" fn unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
     // In `locking_mode=EXCLUSIVE` the WAL's write lock is never released
     // through `shm_lock`; the database lock is, when the mode ends.
-    let wal = (*file.cast::<File>()).partner;
-    if !wal.is_null() {
-        let _ = flush(wal.cast());
-    }
+    flush_wal_of(file);
     let (inner, methods) = inner(file);
     (methods.xUnlock.expect("xUnlock"))(inner, level)
 }
@@ -425,10 +432,8 @@ unsafe extern "C" fn shm_lock(file: *mut ffi::sqlite3_file, offset: c_int, n: c_
     // the buffer, before another connection may append where it lies.
     let releases_write_lock =
         flags == ffi::SQLITE_SHM_UNLOCK | ffi::SQLITE_SHM_EXCLUSIVE && offset <= 0 && offset + n > 0;
-    let wal = (*file.cast::<File>()).partner;
-    if releases_write_lock && !wal.is_null() {
-        // A failed write loses only frames no one will read.
-        let _ = flush(wal.cast());
+    if releases_write_lock {
+        flush_wal_of(file);
     }
     let (inner, methods) = inner(file);
     (methods.xShmLock.expect("xShmLock"))(inner, offset, n, flags)
