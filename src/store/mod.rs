@@ -12,6 +12,7 @@
 
 pub(crate) mod admin;
 pub(crate) mod changes;
+mod checkpointer;
 pub(crate) mod conversations;
 pub(crate) mod delegations;
 pub(crate) mod directory;

@@ -12,6 +12,7 @@
 //! hand-off to the connection's worker thread and back, and those hand-offs,
 //! not SQLite, bounded throughput (see docs/performance.md).
 
+use super::checkpointer::Checkpoints;
 use super::{wal_buffer, Dialect, Row, Tx, Val, WriteConn};
 use crate::error::{EngineError, Result};
 use sqlx::any::AnyPoolOptions;
@@ -152,6 +153,7 @@ pub(super) async fn open(url: &str, durability: Durability) -> Result<(SqliteWri
     migrator.close().await?;
     let path = options.get_filename().to_path_buf();
     let writer = open_writer(&path, durability)?;
+    let synchronous = synchronous_level(durability);
     let read = AnyPoolOptions::new()
         .max_connections(8)
         .min_connections(1)
@@ -171,7 +173,15 @@ pub(super) async fn open(url: &str, durability: Durability) -> Result<(SqliteWri
     // no thread hand-off per statement, and never queued behind HTTP work.
     std::thread::Builder::new()
         .name("tollgate-writer".into())
-        .spawn(move || writer_loop(writer, rx))
+        .spawn(move || {
+            // The checkpoint runs beside the writer; if its thread cannot
+            // start, SQLite's own (inside the commit) remains. `checkpoints`
+            // is dropped before `writer`, whose WAL hook it removes.
+            let checkpoints = Checkpoints::start(&writer, &path, synchronous)
+                .map_err(|e| tracing::warn!(error = %e, "the checkpoint thread did not start"))
+                .ok();
+            writer_loop(&writer, checkpoints.as_ref(), rx);
+        })
         .map_err(|e| EngineError::Storage(format!("writer thread: {e}")))?;
     Ok((SqliteWriter { jobs: tx }, read))
 }
@@ -219,10 +229,7 @@ fn open_writer(path: &std::path::Path, durability: Durability) -> Result<rusqlit
     };
     conn.busy_timeout(Duration::from_secs(10))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    let sync = match durability {
-        Durability::Full => "FULL",
-        Durability::Relaxed => "NORMAL",
-    };
+    let sync = synchronous_level(durability);
     conn.execute_batch(&format!(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; \
          PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000;"
@@ -238,7 +245,14 @@ fn open_writer(path: &std::path::Path, durability: Durability) -> Result<rusqlit
     Ok(conn)
 }
 
-fn writer_loop(conn: rusqlite::Connection, mut rx: mpsc::Receiver<Job>) {
+fn synchronous_level(durability: Durability) -> &'static str {
+    match durability {
+        Durability::Full => "FULL",
+        Durability::Relaxed => "NORMAL",
+    }
+}
+
+fn writer_loop(conn: &rusqlite::Connection, checkpoints: Option<&Checkpoints>, mut rx: mpsc::Receiver<Job>) {
     let mut batch: Vec<Job> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = rx.blocking_recv() {
         batch.push(first);
@@ -248,11 +262,14 @@ fn writer_loop(conn: rusqlite::Connection, mut rx: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
+        if let Some(checkpoints) = checkpoints {
+            checkpoints.before_batch(conn);
+        }
         let mut replies: Vec<Reply> = Vec::with_capacity(batch.len());
-        if let Err(e) = run(&conn, "BEGIN IMMEDIATE") {
+        if let Err(e) = run(conn, "BEGIN IMMEDIATE") {
             let err = EngineError::Storage(format!("begin: {e}"));
             for job in batch.drain(..) {
-                let (_, reply) = run_isolated(&conn, job);
+                let (_, reply) = run_isolated(conn, job);
                 reply(Some(err.clone()));
             }
             continue;
@@ -261,41 +278,45 @@ fn writer_loop(conn: rusqlite::Connection, mut rx: mpsc::Receiver<Job>) {
         for job in batch.drain(..) {
             if broken.is_some() {
                 // The transaction is unusable; answer without applying.
-                replies.push(run_isolated(&conn, job).1);
+                replies.push(run_isolated(conn, job).1);
                 continue;
             }
-            if let Err(e) = run(&conn, "SAVEPOINT cmd") {
+            if let Err(e) = run(conn, "SAVEPOINT cmd") {
                 broken = Some(EngineError::Storage(format!("savepoint: {e}")));
-                replies.push(run_isolated(&conn, job).1);
+                replies.push(run_isolated(conn, job).1);
                 continue;
             }
             // A command that panics is rolled back and its caller told (its
             // reply is dropped); the others in the batch still commit.
-            let (ok, reply) = match std::panic::catch_unwind(AssertUnwindSafe(|| job(&SqliteTx(&conn)))) {
+            let (ok, reply) = match std::panic::catch_unwind(AssertUnwindSafe(|| job(&SqliteTx(conn)))) {
                 Ok((ok, reply)) => (ok, Some(reply)),
                 Err(_) => (false, None),
             };
-            let undone = if ok { Ok(()) } else { run(&conn, "ROLLBACK TO cmd") };
-            if let Err(e) = undone.and_then(|()| run(&conn, "RELEASE cmd")) {
+            let undone = if ok { Ok(()) } else { run(conn, "ROLLBACK TO cmd") };
+            if let Err(e) = undone.and_then(|()| run(conn, "RELEASE cmd")) {
                 broken = Some(EngineError::Storage(format!("savepoint: {e}")));
             }
             replies.extend(reply);
         }
         let commit_error = match broken {
             Some(e) => {
-                let _ = run(&conn, "ROLLBACK");
+                let _ = run(conn, "ROLLBACK");
                 Some(e)
             }
-            None => match run(&conn, "COMMIT") {
+            None => match run(conn, "COMMIT") {
                 Ok(()) => None,
                 Err(e) => {
-                    let _ = run(&conn, "ROLLBACK");
+                    let _ = run(conn, "ROLLBACK");
                     Some(EngineError::Storage(format!("commit: {e}")))
                 }
             },
         };
+        let committed = commit_error.is_none();
         for reply in replies {
             reply(commit_error.clone());
+        }
+        if let (true, Some(checkpoints)) = (committed, checkpoints) {
+            checkpoints.after_commit();
         }
     }
 }

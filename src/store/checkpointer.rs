@@ -1,0 +1,380 @@
+//! The SQLite checkpoint on its own thread (issue #17).
+//!
+//! SQLite copies committed WAL frames into the database file inside the
+//! commit that passes `wal_autocheckpoint`, on the committing thread: a
+//! quarter of the writer thread's time at 20,000 stored runs (a `pread` and a
+//! `pwrite` per page and the database file's fsync; docs/performance.md).
+//! Here the writer's connection never checkpoints by itself (its WAL hook,
+//! which SQLite's own autocheckpoint is built on, only counts frames); a
+//! `tollgate-checkpoint` thread with its own connection copies them with
+//! `wal_checkpoint(PASSIVE)` while the writer goes on committing.
+//!
+//! SQLite starts the WAL over only at a commit that finds every frame
+//! already copied, which a checkpointer running beside a busy writer rarely
+//! leaves behind. So once the WAL is long, the checkpointer copies without
+//! waiting for a pass's worth of frames, and when it is at most a short tail
+//! behind, the writer copies that tail itself between two batches; the next
+//! commit then writes from the WAL's start. Durability does not change:
+//! every commit still syncs the WAL before it is answered, and a checkpoint
+//! syncs the WAL before and the database file after copying, as SQLite's own.
+
+use rusqlite::ffi;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Frames the checkpointer lets gather before a pass (fewer passes, fewer
+/// fsyncs of the database file).
+const PASS_FRAMES: u32 = 500;
+/// Past this many frames the WAL should start over: the checkpointer no
+/// longer waits for a pass's worth, and the writer copies a short tail.
+const RESTART_FRAMES: u32 = 2_000;
+/// The longest tail the writer copies itself, on its own time.
+const TAIL_FRAMES: u32 = 128;
+/// If the checkpointer falls this far behind, the writer copies whatever is
+/// left after every commit (SQLite's own behaviour, at a larger bound).
+const LIMIT_FRAMES: u32 = 16_000;
+/// A quiet store's last frames are copied after this long.
+const IDLE: Duration = Duration::from_secs(1);
+
+/// What the writer and the checkpointer know of the WAL.
+#[derive(Default)]
+struct Progress {
+    /// Bumped when the WAL starts over: a pass that began in an older
+    /// generation reports frame numbers of a file that is gone.
+    generation: u64,
+    /// Frames in the WAL after the writer's last commit.
+    frames: u32,
+    /// Frames the writer's last commit added.
+    last_commit: u32,
+    /// Frames known to be copied into the database file, this generation.
+    copied: u32,
+    stop: bool,
+}
+
+impl Progress {
+    fn behind(&self) -> u32 {
+        self.frames.saturating_sub(self.copied)
+    }
+
+    /// Whether the checkpointer should start a pass now.
+    fn pass_due(&self) -> bool {
+        let behind = self.behind();
+        behind >= PASS_FRAMES || (self.frames >= RESTART_FRAMES && behind > TAIL_FRAMES)
+    }
+
+    /// Whether the writer should copy what is left itself: a short tail, or
+    /// no more than its last commit (the checkpointer copied all before it).
+    fn tail_due(&self) -> bool {
+        let behind = self.behind();
+        let short = behind <= TAIL_FRAMES.max(self.last_commit);
+        behind > 0 && self.frames >= RESTART_FRAMES && (short || self.frames >= LIMIT_FRAMES)
+    }
+}
+
+struct Shared {
+    progress: Mutex<Progress>,
+    wake: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Progress> {
+        // Progress is plain counters: a panic elsewhere leaves it usable.
+        self.progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Records a finished copy of `copied` frames that began in `generation`.
+    fn copied(&self, generation: u64, copied: u32) {
+        let mut progress = self.lock();
+        if progress.generation == generation && copied > progress.copied {
+            progress.copied = copied;
+        }
+    }
+}
+
+/// The writer's side: owns the WAL hook on the writer's connection and the
+/// checkpointer thread. Dropped before the writer's connection closes.
+pub(super) struct Checkpoints {
+    writer_db: *mut ffi::sqlite3,
+    /// Set by the WAL hook after each commit of the writer's connection.
+    frames: *mut AtomicU32,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// SQLite's WAL hook: runs on the writer's thread after each of its commits.
+unsafe extern "C" fn on_commit(
+    frames_in_wal: *mut c_void,
+    _db: *mut ffi::sqlite3,
+    _schema: *const c_char,
+    frames: c_int,
+) -> c_int {
+    // SAFETY: the pointer is the `AtomicU32` that `Checkpoints` keeps alive
+    // until it has removed this hook.
+    let frames_in_wal = unsafe { &*(frames_in_wal as *const AtomicU32) };
+    frames_in_wal.store(u32::try_from(frames).unwrap_or(0), Ordering::Relaxed);
+    ffi::SQLITE_OK
+}
+
+/// `PRAGMA wal_checkpoint(PASSIVE)`: copies what no reader still needs from
+/// the WAL, never waiting for a lock; `None` if another checkpoint is running.
+fn copy_frames(conn: &rusqlite::Connection) -> rusqlite::Result<Option<u32>> {
+    let (busy, copied): (i64, i64) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+        Ok((row.get(0)?, row.get(2)?))
+    })?;
+    Ok((busy == 0).then(|| u32::try_from(copied).unwrap_or(0)))
+}
+
+impl Checkpoints {
+    /// Takes the checkpoint off `writer` (a connection in WAL mode): opens the
+    /// checkpointer's connection to `path` with the same `synchronous` level
+    /// and starts its thread.
+    pub(super) fn start(
+        writer: &rusqlite::Connection,
+        path: &std::path::Path,
+        synchronous: &str,
+    ) -> Result<Checkpoints, Box<dyn std::error::Error + Send + Sync>> {
+        let own = rusqlite::Connection::open(path)?;
+        own.execute_batch(&format!(
+            "PRAGMA synchronous = {synchronous}; PRAGMA wal_autocheckpoint = 0;"
+        ))?;
+        let shared = Arc::new(Shared {
+            progress: Mutex::new(Progress::default()),
+            wake: Condvar::new(),
+        });
+        let thread = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("tollgate-checkpoint".into())
+                .spawn(move || checkpoint_loop(own, &shared))?
+        };
+        let frames = Box::into_raw(Box::new(AtomicU32::new(0)));
+        // SAFETY: the handle is the writer's open connection, which outlives
+        // `Checkpoints` (dropped first, removing the hook); `frames` lives
+        // until then. Installing a WAL hook also turns SQLite's
+        // autocheckpoint off for this connection.
+        let writer_db = unsafe { writer.handle() };
+        unsafe { ffi::sqlite3_wal_hook(writer_db, Some(on_commit), frames.cast()) };
+        Ok(Checkpoints {
+            writer_db,
+            frames,
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Called on the writer's thread after a successful commit (its answers
+    /// already sent): notes the WAL's length and wakes the checkpointer when
+    /// a pass is due.
+    pub(super) fn after_commit(&self) {
+        // SAFETY: `frames` is alive while `self` is.
+        let frames = unsafe { &*self.frames }.load(Ordering::Relaxed);
+        let mut progress = self.shared.lock();
+        if frames < progress.frames {
+            // The commit wrote from the WAL's start.
+            progress.generation += 1;
+            progress.copied = 0;
+            progress.frames = 0;
+        }
+        progress.last_commit = frames - progress.frames;
+        progress.frames = frames;
+        if progress.pass_due() {
+            self.shared.wake.notify_one();
+        }
+    }
+
+    /// Called on the writer's thread before it begins a batch: copies the
+    /// short tail the checkpointer left of a long WAL, so that this batch's
+    /// commit writes from the WAL's start.
+    pub(super) fn before_batch(&self, writer: &rusqlite::Connection) {
+        let generation = {
+            let progress = self.shared.lock();
+            if !progress.tail_due() {
+                return;
+            }
+            progress.generation
+        };
+        match copy_frames(writer) {
+            Ok(Some(copied)) => self.shared.copied(generation, copied),
+            Ok(None) => {} // the checkpointer is copying; try before the next batch
+            Err(e) => tracing::warn!(error = %e, "the writer's checkpoint failed"),
+        }
+    }
+}
+
+impl Drop for Checkpoints {
+    fn drop(&mut self) {
+        // SAFETY: the writer's connection is still open (see `start`).
+        unsafe { ffi::sqlite3_wal_hook(self.writer_db, None, std::ptr::null_mut()) };
+        // SAFETY: created by `Box::into_raw` in `start`; the hook that read it is gone.
+        drop(unsafe { Box::from_raw(self.frames) });
+        self.shared.lock().stop = true;
+        self.shared.wake.notify_one();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn checkpoint_loop(conn: rusqlite::Connection, shared: &Shared) {
+    let mut stalled = false;
+    loop {
+        let generation = {
+            let mut progress = shared.lock();
+            loop {
+                if progress.stop {
+                    return;
+                }
+                // After a pass that copied nothing new (a reader holds an old
+                // snapshot, or the writer was copying), wait for a commit.
+                if progress.pass_due() && !stalled {
+                    break;
+                }
+                let (guard, waited) = shared
+                    .wake
+                    .wait_timeout(progress, IDLE)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                progress = guard;
+                stalled = false;
+                if waited.timed_out() && progress.behind() > 0 {
+                    break;
+                }
+            }
+            (progress.generation, progress.copied)
+        };
+        let (generation, before) = generation;
+        match copy_frames(&conn) {
+            Ok(Some(copied)) => {
+                stalled = copied <= before;
+                shared.copied(generation, copied);
+            }
+            Ok(None) => stalled = true,
+            Err(e) => {
+                tracing::warn!(error = %e, "checkpoint failed");
+                stalled = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn progress(frames: u32, copied: u32) -> Progress {
+        Progress {
+            frames,
+            copied,
+            ..Progress::default()
+        }
+    }
+
+    #[test]
+    fn a_pass_waits_for_enough_frames_until_the_wal_is_long() {
+        assert!(!progress(PASS_FRAMES - 1, 0).pass_due());
+        assert!(progress(PASS_FRAMES, 0).pass_due());
+        assert!(!progress(RESTART_FRAMES, RESTART_FRAMES - TAIL_FRAMES).pass_due());
+        assert!(progress(RESTART_FRAMES, RESTART_FRAMES - TAIL_FRAMES - 1).pass_due());
+    }
+
+    #[test]
+    fn the_writer_copies_only_a_short_tail_of_a_long_wal() {
+        assert!(
+            !progress(RESTART_FRAMES - 1, RESTART_FRAMES - 2).tail_due(),
+            "short WAL"
+        );
+        assert!(progress(RESTART_FRAMES, RESTART_FRAMES - TAIL_FRAMES).tail_due());
+        assert!(
+            !progress(RESTART_FRAMES, RESTART_FRAMES - TAIL_FRAMES - 1).tail_due(),
+            "long tail"
+        );
+        assert!(
+            !progress(RESTART_FRAMES, RESTART_FRAMES).tail_due(),
+            "nothing left"
+        );
+        assert!(
+            progress(LIMIT_FRAMES, 0).tail_due(),
+            "the checkpointer fell behind"
+        );
+    }
+
+    #[test]
+    fn a_copy_reported_for_an_older_wal_is_ignored() {
+        let shared = Shared {
+            progress: Mutex::new(progress(300, 0)),
+            wake: Condvar::new(),
+        };
+        shared.lock().generation = 2;
+        shared.copied(1, 5_000);
+        assert_eq!(shared.lock().copied, 0);
+        shared.copied(2, 250);
+        assert_eq!(shared.lock().copied, 250);
+        shared.copied(2, 200);
+        assert_eq!(shared.lock().copied, 250, "never backwards");
+    }
+
+    /// Commands of about ten pages each, sixteen at a time, until the
+    /// writer has written several times `RESTART_FRAMES`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn commits_reach_the_database_file_and_the_wal_starts_over() {
+        use crate::store::{Durability, Store};
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("c.db");
+        let store = Store::open(&format!("sqlite://{}", db.display()), Durability::Full)
+            .await
+            .unwrap();
+        store
+            .write(|c| c.execute_batch("CREATE TABLE t (v INTEGER PRIMARY KEY, pad TEXT NOT NULL)"))
+            .await
+            .unwrap();
+        let autocheckpoint: Option<i64> = store
+            .write(|c| c.query_scalar("PRAGMA wal_autocheckpoint", &[]))
+            .await
+            .unwrap();
+        assert_eq!(autocheckpoint, Some(0), "the writer's commits do not checkpoint");
+        let wal = dir.path().join("c.db-wal");
+        let frame = 4096 + 24;
+        let mut largest_wal = 0;
+        for round in 0..64i64 {
+            let mut tasks = Vec::new();
+            for task in 0..16i64 {
+                let s = store.clone();
+                tasks.push(tokio::spawn(async move {
+                    s.write(move |c| {
+                        for row in 0..10i64 {
+                            let v = (round * 16 + task) * 10 + row;
+                            c.execute(
+                                "INSERT INTO t (v, pad) VALUES (?, ?)",
+                                crate::args![v, "x".repeat(3000)],
+                            )?;
+                        }
+                        Ok(())
+                    })
+                    .await
+                }));
+            }
+            for t in tasks {
+                t.await.unwrap().unwrap();
+            }
+            largest_wal = largest_wal.max(std::fs::metadata(&wal).unwrap().len());
+        }
+        // 10,240 rows of a page each, five times RESTART_FRAMES: a WAL that
+        // never started over would hold them all.
+        assert!(
+            largest_wal < 8_000 * frame,
+            "the WAL grew to {largest_wal} bytes: it did not start over"
+        );
+        // In WAL mode only a checkpoint writes the database file.
+        let copied_pages = std::fs::metadata(&db).unwrap().len() / 4096;
+        assert!(copied_pages >= 5_000, "{copied_pages} pages in the database file");
+        let all: i64 = sqlx::query_scalar("SELECT count(*) FROM t")
+            .fetch_one(&store.read)
+            .await
+            .unwrap();
+        assert_eq!(all, 10_240);
+    }
+}
