@@ -20,6 +20,7 @@ pub(crate) mod idempotency;
 pub(crate) mod inbox;
 pub(crate) mod notices;
 pub(crate) mod outbox;
+mod page_cache;
 mod postgres;
 pub(crate) mod reads;
 pub(crate) mod registry;

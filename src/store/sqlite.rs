@@ -13,7 +13,7 @@
 //! not SQLite, bounded throughput (see docs/performance.md).
 
 use super::checkpointer::Checkpoints;
-use super::{wal_buffer, Dialect, Row, Tx, Val, WriteConn};
+use super::{page_cache, wal_buffer, Dialect, Row, Tx, Val, WriteConn};
 use crate::error::{EngineError, Result};
 use sqlx::any::AnyPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
@@ -137,6 +137,10 @@ pub(super) async fn open(url: &str, durability: Durability) -> Result<(SqliteWri
         return Err(EngineError::Storage(format!(
             "database url {url}: an in-memory database is not supported, give a file path"
         )));
+    }
+    // Before the process's first SQLite connection, or never.
+    if !page_cache::install() {
+        tracing::debug!("SQLite was initialised before the store opened: its default page cache stays");
     }
     let options = SqliteConnectOptions::from_str(url)
         .map_err(|e| EngineError::Storage(format!("database url {url}: {e}")))?

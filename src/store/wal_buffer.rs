@@ -470,6 +470,9 @@ mod tests {
     use rusqlite::{Connection, OpenFlags};
 
     fn open_buffered(path: &std::path::Path) -> Connection {
+        // Every test that opens SQLite installs the page cache first, so
+        // that it is installed in this test binary whichever test runs first.
+        crate::store::page_cache::install();
         register().unwrap();
         let conn =
             Connection::open_with_flags_and_vfs(path, OpenFlags::default(), VFS_NAME.to_str().unwrap())
@@ -568,6 +571,7 @@ mod tests {
 
     #[test]
     fn a_wal_without_power_safe_overwrite_is_written_through() {
+        crate::store::page_cache::install();
         register().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("psow.db");
