@@ -23,19 +23,19 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Frames the checkpointer lets gather before a pass (fewer passes, fewer
 /// fsyncs of the database file).
 const PASS_FRAMES: u32 = 500;
-/// Past this many frames the WAL should start over: the checkpointer no
-/// longer waits for a pass's worth, and the writer copies a short tail.
+/// Past this many frames the WAL should start over: the checkpointer starts
+/// no more passes and the writer copies what is left, before its next batch.
 const RESTART_FRAMES: u32 = 2_000;
-/// The longest tail the writer copies itself, on its own time.
+/// From this many frames on, the checkpointer copies without waiting for a
+/// pass's worth, so that little is left for the writer at `RESTART_FRAMES`.
+const APPROACH_FRAMES: u32 = RESTART_FRAMES / 2;
+/// What the checkpointer leaves to the approach's next pass.
 const TAIL_FRAMES: u32 = 128;
-/// If the checkpointer falls this far behind, the writer copies whatever is
-/// left after every commit (SQLite's own behaviour, at a larger bound).
-const LIMIT_FRAMES: u32 = 16_000;
 /// A quiet store's last frames are copied after this long.
 const IDLE: Duration = Duration::from_secs(1);
 
@@ -59,18 +59,38 @@ impl Progress {
         self.frames.saturating_sub(self.copied)
     }
 
-    /// Whether the checkpointer should start a pass now.
+    /// Whether the checkpointer should start a pass now. Never once the WAL
+    /// is long: a checkpointer that kept chasing the writer's commits would
+    /// hold the checkpoint lock whenever the writer tried to copy the tail,
+    /// and the WAL would never start over.
     fn pass_due(&self) -> bool {
         let behind = self.behind();
-        behind >= PASS_FRAMES || (self.frames >= RESTART_FRAMES && behind > TAIL_FRAMES)
+        if self.frames >= RESTART_FRAMES {
+            false
+        } else if self.frames >= APPROACH_FRAMES {
+            behind > TAIL_FRAMES.max(self.last_commit)
+        } else {
+            behind >= PASS_FRAMES
+        }
     }
 
-    /// Whether the writer should copy what is left itself: a short tail, or
-    /// no more than its last commit (the checkpointer copied all before it).
+    /// Whether the writer should copy what is left itself (if the
+    /// checkpointer is still in its last pass, it tries before the next batch).
     fn tail_due(&self) -> bool {
-        let behind = self.behind();
-        let short = behind <= TAIL_FRAMES.max(self.last_commit);
-        behind > 0 && self.frames >= RESTART_FRAMES && (short || self.frames >= LIMIT_FRAMES)
+        self.frames >= RESTART_FRAMES && self.behind() > 0
+    }
+
+    /// Notes the WAL's length after a commit that handed `written` frames to
+    /// it. A WAL holding no more than this commit's frames started over
+    /// (or was empty: taking it for a new WAL then is harmless).
+    fn committed(&mut self, frames: u32, written: u32) {
+        if frames < self.frames || frames <= written {
+            self.generation += 1;
+            self.copied = 0;
+            self.frames = 0;
+        }
+        self.last_commit = frames - self.frames;
+        self.frames = frames;
     }
 }
 
@@ -104,6 +124,9 @@ pub(super) struct Checkpoints {
     frames: *mut AtomicU32,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    /// When the writer last logged a failed copy (a failing disk fails
+    /// every batch; one line a minute says so).
+    warned: std::cell::Cell<Option<Instant>>,
 }
 
 /// SQLite's WAL hook: runs on the writer's thread after each of its commits.
@@ -117,15 +140,17 @@ unsafe extern "C" fn on_commit(
     // until it has removed this hook.
     let frames_in_wal = unsafe { &*(frames_in_wal as *const AtomicU32) };
     frames_in_wal.store(u32::try_from(frames).unwrap_or(0), Ordering::Relaxed);
+    // Always OK: anything else turns the durable commit that just happened
+    // into an error for its callers.
     ffi::SQLITE_OK
 }
 
 /// `PRAGMA wal_checkpoint(PASSIVE)`: copies what no reader still needs from
 /// the WAL, never waiting for a lock; `None` if another checkpoint is running.
 fn copy_frames(conn: &rusqlite::Connection) -> rusqlite::Result<Option<u32>> {
-    let (busy, copied): (i64, i64) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
-        Ok((row.get(0)?, row.get(2)?))
-    })?;
+    let (busy, copied): (i64, i64) = conn
+        .prepare_cached("PRAGMA wal_checkpoint(PASSIVE)")?
+        .query_row([], |row| Ok((row.get(0)?, row.get(2)?)))?;
     Ok((busy == 0).then(|| u32::try_from(copied).unwrap_or(0)))
 }
 
@@ -138,7 +163,11 @@ impl Checkpoints {
         path: &std::path::Path,
         synchronous: &str,
     ) -> Result<Checkpoints, Box<dyn std::error::Error + Send + Sync>> {
-        let own = rusqlite::Connection::open(path)?;
+        use rusqlite::OpenFlags;
+        let own = rusqlite::Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
         own.execute_batch(&format!(
             "PRAGMA synchronous = {synchronous}; PRAGMA wal_autocheckpoint = 0;"
         ))?;
@@ -164,6 +193,7 @@ impl Checkpoints {
             frames,
             shared,
             thread: Some(thread),
+            warned: std::cell::Cell::new(None),
         })
     }
 
@@ -173,23 +203,38 @@ impl Checkpoints {
     pub(super) fn after_commit(&self) {
         // SAFETY: `frames` is alive while `self` is.
         let frames = unsafe { &*self.frames }.load(Ordering::Relaxed);
+        let written = self.frames_written();
         let mut progress = self.shared.lock();
-        if frames < progress.frames {
-            // The commit wrote from the WAL's start.
-            progress.generation += 1;
-            progress.copied = 0;
-            progress.frames = 0;
-        }
-        progress.last_commit = frames - progress.frames;
-        progress.frames = frames;
+        progress.committed(frames, written);
         if progress.pass_due() {
             self.shared.wake.notify_one();
         }
     }
 
-    /// Called on the writer's thread before it begins a batch: copies the
-    /// short tail the checkpointer left of a long WAL, so that this batch's
-    /// commit writes from the WAL's start.
+    /// Frames the writer's connection handed to the WAL since the last call
+    /// (SQLite counts each page it writes there).
+    fn frames_written(&self) -> u32 {
+        let (mut current, mut highwater) = (0, 0);
+        // SAFETY: the writer's connection is open while `self` is (see `start`).
+        let rc = unsafe {
+            ffi::sqlite3_db_status(
+                self.writer_db,
+                ffi::SQLITE_DBSTATUS_CACHE_WRITE,
+                &mut current,
+                &mut highwater,
+                1,
+            )
+        };
+        if rc == ffi::SQLITE_OK {
+            u32::try_from(current).unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    /// Called on the writer's thread before it begins a batch: copies what
+    /// the checkpointer left of a long WAL, so that this batch's commit
+    /// writes from the WAL's start.
     pub(super) fn before_batch(&self, writer: &rusqlite::Connection) {
         let generation = {
             let progress = self.shared.lock();
@@ -201,7 +246,17 @@ impl Checkpoints {
         match copy_frames(writer) {
             Ok(Some(copied)) => self.shared.copied(generation, copied),
             Ok(None) => {} // the checkpointer is copying; try before the next batch
-            Err(e) => tracing::warn!(error = %e, "the writer's checkpoint failed"),
+            Err(e) => {
+                let now = Instant::now();
+                if self
+                    .warned
+                    .get()
+                    .is_none_or(|at| now.duration_since(at) >= Duration::from_secs(60))
+                {
+                    self.warned.set(Some(now));
+                    tracing::warn!(error = %e, "the writer's checkpoint failed");
+                }
+            }
         }
     }
 }
@@ -274,32 +329,46 @@ mod tests {
     }
 
     #[test]
-    fn a_pass_waits_for_enough_frames_until_the_wal_is_long() {
+    fn a_pass_waits_for_enough_frames_then_chases_then_stops() {
         assert!(!progress(PASS_FRAMES - 1, 0).pass_due());
         assert!(progress(PASS_FRAMES, 0).pass_due());
-        assert!(!progress(RESTART_FRAMES, RESTART_FRAMES - TAIL_FRAMES).pass_due());
-        assert!(progress(RESTART_FRAMES, RESTART_FRAMES - TAIL_FRAMES - 1).pass_due());
+        // Approaching the restart: any more than a short tail or one commit.
+        assert!(!progress(APPROACH_FRAMES, APPROACH_FRAMES - TAIL_FRAMES).pass_due());
+        assert!(progress(APPROACH_FRAMES, APPROACH_FRAMES - TAIL_FRAMES - 1).pass_due());
+        let one_large_commit = Progress {
+            last_commit: 400,
+            ..progress(APPROACH_FRAMES, APPROACH_FRAMES - 400)
+        };
+        assert!(!one_large_commit.pass_due());
+        // Past it the writer copies; the checkpointer never holds it off.
+        assert!(!progress(RESTART_FRAMES, 0).pass_due());
     }
 
     #[test]
-    fn the_writer_copies_only_a_short_tail_of_a_long_wal() {
-        assert!(
-            !progress(RESTART_FRAMES - 1, RESTART_FRAMES - 2).tail_due(),
-            "short WAL"
-        );
-        assert!(progress(RESTART_FRAMES, RESTART_FRAMES - TAIL_FRAMES).tail_due());
-        assert!(
-            !progress(RESTART_FRAMES, RESTART_FRAMES - TAIL_FRAMES - 1).tail_due(),
-            "long tail"
-        );
+    fn the_writer_copies_what_is_left_of_a_long_wal() {
+        assert!(!progress(RESTART_FRAMES - 1, 0).tail_due(), "short WAL");
+        assert!(progress(RESTART_FRAMES, 0).tail_due());
+        assert!(progress(RESTART_FRAMES + 300, RESTART_FRAMES).tail_due());
         assert!(
             !progress(RESTART_FRAMES, RESTART_FRAMES).tail_due(),
             "nothing left"
         );
-        assert!(
-            progress(LIMIT_FRAMES, 0).tail_due(),
-            "the checkpointer fell behind"
+    }
+
+    #[test]
+    fn a_commit_that_wrote_the_whole_wal_started_it_over() {
+        let mut p = progress(2_400, 2_300);
+        p.committed(2_480, 80);
+        assert_eq!(
+            (p.generation, p.frames, p.last_commit, p.copied),
+            (0, 2_480, 80, 2_300)
         );
+        // Started over with a commit as large as the old WAL: frames grew.
+        p.committed(2_600, 2_600);
+        assert_eq!((p.generation, p.frames, p.copied), (1, 2_600, 0));
+        // Started over with a small commit: frames fell.
+        p.committed(90, 90);
+        assert_eq!((p.generation, p.frames, p.copied), (2, 90, 0));
     }
 
     #[test]
@@ -365,7 +434,7 @@ mod tests {
         // 10,240 rows of a page each, five times RESTART_FRAMES: a WAL that
         // never started over would hold them all.
         assert!(
-            largest_wal < 8_000 * frame,
+            largest_wal < u64::from(2 * RESTART_FRAMES) * frame,
             "the WAL grew to {largest_wal} bytes: it did not start over"
         );
         // In WAL mode only a checkpoint writes the database file.

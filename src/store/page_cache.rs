@@ -107,6 +107,10 @@ unsafe extern "C" fn rekey(
 ) {
     let cache = unsafe { cache(p) };
     unsafe { (default().xRekey.expect("xRekey"))(cache.inner, page, old_key, new_key) };
+    #[cfg(test)]
+    if new_key == cache.lock_page {
+        tests::PARKED.with(|n| n.set(n.get() + 1));
+    }
     // The split's temporary key is renumbered again before the split ends.
     if new_key != cache.lock_page && new_key > cache.largest_key {
         cache.largest_key = new_key;
@@ -120,6 +124,9 @@ unsafe extern "C" fn truncate(p: *mut ffi::sqlite3_pcache, limit: c_uint) {
         tests::FORWARDED.with(|n| n.set(n.get() + 1));
         unsafe { (default().xTruncate.expect("xTruncate"))(cache.inner, limit) };
         cache.largest_key = limit.saturating_sub(1);
+    } else {
+        #[cfg(test)]
+        tests::assert_nothing_cached_from(cache, limit);
     }
 }
 
@@ -136,7 +143,9 @@ unsafe extern "C" fn shrink(p: *mut ffi::sqlite3_pcache) {
 /// Puts the wrapper in front of the default cache. SQLite accepts a cache
 /// only before it initialises (the first connection in the process); after
 /// that this returns `false` and the default cache stays, which is correct,
-/// only slower.
+/// only slower. `sqlite3_config` must not race another thread's first use of
+/// SQLite: call this before anything else in the process opens a database
+/// (`store::sqlite::open` does, first thing).
 pub(super) fn install() -> bool {
     static INSTALLED: OnceLock<bool> = OnceLock::new();
     *INSTALLED.get_or_init(|| {
@@ -195,6 +204,24 @@ mod tests {
     thread_local! {
         /// Truncations this thread's connections passed on to the default cache.
         pub(super) static FORWARDED: Cell<u64> = const { Cell::new(0) };
+        /// Pages this thread's splits parked under the lock-byte page's key.
+        pub(super) static PARKED: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// The wrapper's invariant, checked whenever it skips a truncation: the
+    /// default cache holds no page at the limit or past it (checked for the
+    /// lock-byte page and the 256 keys from the limit on).
+    pub(super) fn assert_nothing_cached_from(cache: &Cache, limit: c_uint) {
+        let fetch = default().xFetch.expect("xFetch");
+        let keys = (limit..limit.saturating_add(256)).chain([cache.lock_page]);
+        for key in keys.filter(|key| *key >= limit) {
+            // SAFETY: a lookup (createFlag 0) in the cache being truncated.
+            let page = unsafe { fetch(cache.inner, key, 0) };
+            assert!(
+                page.is_null(),
+                "page {key} is cached past the truncation limit {limit}"
+            );
+        }
     }
 
     /// Splits by the thousand (random keys into an index), transactions
@@ -274,7 +301,32 @@ mod tests {
         }
         // Hundreds of splits parked a page under the lock-byte page's key,
         // yet no commit had a cached page to drop.
+        assert!(
+            PARKED.with(Cell::get) > 0,
+            "no split parked a page: the test tests nothing"
+        );
         assert_eq!(forwarded_by_commits, 0, "truncations walked the whole cache");
+        // The writer's pattern: a command's savepoint undone after it grew
+        // the file, then the batch commits; the pages past the end go then.
+        conn.execute_batch("BEGIN IMMEDIATE; SAVEPOINT cmd").unwrap();
+        for _ in 0..300 {
+            conn.execute(
+                "INSERT INTO t (k, pad) VALUES (?, ?)",
+                (format!("{:016x}", next()), "s".repeat(900)),
+            )
+            .unwrap();
+        }
+        conn.execute_batch("ROLLBACK TO cmd; RELEASE cmd").unwrap();
+        conn.execute("INSERT INTO t (k, pad) VALUES ('last', 'p')", [])
+            .unwrap();
+        let forwarded_before = FORWARDED.with(Cell::get);
+        conn.execute_batch("COMMIT").unwrap();
+        committed += 1;
+        assert_eq!(
+            FORWARDED.with(Cell::get) - forwarded_before,
+            1,
+            "the commit drops the undone pages"
+        );
         assert!(
             FORWARDED.with(Cell::get) > 0,
             "a rollback of a grown file drops its pages"

@@ -185,6 +185,8 @@ pub(super) async fn open(url: &str, durability: Durability) -> Result<(SqliteWri
                 .map_err(|e| tracing::warn!(error = %e, "the checkpoint thread did not start"))
                 .ok();
             writer_loop(&writer, checkpoints.as_ref(), rx);
+            drop(checkpoints);
+            drop(writer);
         })
         .map_err(|e| EngineError::Storage(format!("writer thread: {e}")))?;
     Ok((SqliteWriter { jobs: tx }, read))
