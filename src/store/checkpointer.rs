@@ -27,10 +27,10 @@ use std::time::{Duration, Instant};
 
 /// Frames the checkpointer lets gather before a pass (fewer passes, fewer
 /// fsyncs of the database file).
-const PASS_FRAMES: u32 = 500;
+const PASS_FRAMES: u32 = 1_000;
 /// Past this many frames the WAL should start over: the checkpointer starts
 /// no more passes and the writer copies what is left, before its next batch.
-const RESTART_FRAMES: u32 = 2_000;
+const RESTART_FRAMES: u32 = 4_000;
 /// From this many frames on, the checkpointer copies without waiting for a
 /// pass's worth, so that little is left for the writer at `RESTART_FRAMES`.
 const APPROACH_FRAMES: u32 = RESTART_FRAMES / 2;
@@ -431,7 +431,7 @@ mod tests {
             }
             largest_wal = largest_wal.max(std::fs::metadata(&wal).unwrap().len());
         }
-        // 10,240 rows of a page each, five times RESTART_FRAMES: a WAL that
+        // 10,240 rows of a page each, 2.5 times RESTART_FRAMES: a WAL that
         // never started over would hold them all.
         assert!(
             largest_wal < u64::from(2 * RESTART_FRAMES) * frame,
