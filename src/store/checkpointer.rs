@@ -11,12 +11,15 @@
 //!
 //! SQLite starts the WAL over only at a commit that finds every frame
 //! already copied, which a checkpointer running beside a busy writer rarely
-//! leaves behind. So once the WAL is long, the checkpointer copies without
-//! waiting for a pass's worth of frames, and when it is at most a short tail
-//! behind, the writer copies that tail itself between two batches; the next
-//! commit then writes from the WAL's start. Durability does not change:
-//! every commit still syncs the WAL before it is answered, and a checkpoint
-//! syncs the WAL before and the database file after copying, as SQLite's own.
+//! leaves behind. So as the WAL grows long the checkpointer copies more
+//! eagerly, and once it is long the checkpointer stops and the writer copies
+//! what is left itself before its next batch; that batch's commit then
+//! writes from the WAL's start. Reads that keep overlapping that moment can
+//! hold the start over off, as with SQLite's own checkpoint; past
+//! `BACKSTOP_FRAMES` the writer's copy waits briefly for them (`RESTART`).
+//! Durability does not change: every commit still syncs the WAL before it
+//! is answered, and a checkpoint syncs the WAL before and the database file
+//! after copying, as SQLite's own.
 
 use rusqlite::ffi;
 use std::ffi::{c_char, c_int, c_void};
@@ -36,8 +39,16 @@ const RESTART_FRAMES: u32 = 4_000;
 const APPROACH_FRAMES: u32 = RESTART_FRAMES / 2;
 /// What the checkpointer leaves to the approach's next pass.
 const TAIL_FRAMES: u32 = 128;
+/// Past this many frames readers have kept the WAL from starting over
+/// (each read that began before the writer's copy ended and was still
+/// running at its next commit holds it off): the writer's copy then waits
+/// for them, up to `BACKSTOP_WAIT`, as SQLite's `RESTART` checkpoint does.
+const BACKSTOP_FRAMES: u32 = 2 * RESTART_FRAMES;
+const BACKSTOP_WAIT: Duration = Duration::from_millis(100);
 /// A quiet store's last frames are copied after this long.
 const IDLE: Duration = Duration::from_secs(1);
+/// Failed copies are logged at most this often (a failing disk fails them all).
+const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// What the writer and the checkpointer know of the WAL.
 #[derive(Default)]
@@ -51,6 +62,8 @@ struct Progress {
     last_commit: u32,
     /// Frames known to be copied into the database file, this generation.
     copied: u32,
+    /// Commits so far (the checkpointer's idle pass leaves a busy writer be).
+    commits: u64,
     stop: bool,
 }
 
@@ -91,6 +104,7 @@ impl Progress {
         }
         self.last_commit = frames - self.frames;
         self.frames = frames;
+        self.commits += 1;
     }
 }
 
@@ -147,11 +161,25 @@ unsafe extern "C" fn on_commit(
 
 /// `PRAGMA wal_checkpoint(PASSIVE)`: copies what no reader still needs from
 /// the WAL, never waiting for a lock; `None` if another checkpoint is running.
-fn copy_frames(conn: &rusqlite::Connection) -> rusqlite::Result<Option<u32>> {
-    let (busy, copied): (i64, i64) = conn
-        .prepare_cached("PRAGMA wal_checkpoint(PASSIVE)")?
-        .query_row([], |row| Ok((row.get(0)?, row.get(2)?)))?;
-    Ok((busy == 0).then(|| u32::try_from(copied).unwrap_or(0)))
+/// `RESTART` also waits (up to the connection's busy timeout) for readers
+/// still using the WAL, so that the next commit can start it over.
+fn copy_frames(conn: &rusqlite::Connection, restart: bool) -> rusqlite::Result<Option<u32>> {
+    let sql = if restart {
+        "PRAGMA wal_checkpoint(RESTART)"
+    } else {
+        "PRAGMA wal_checkpoint(PASSIVE)"
+    };
+    let copied: i64 = conn.prepare_cached(sql)?.query_row([], |row| row.get(2))?;
+    Ok(u32::try_from(copied).ok())
+}
+
+/// Logs a failed copy at most once per `WARN_EVERY`.
+fn warn_failed(warned: &mut Option<Instant>, who: &str, error: &rusqlite::Error) {
+    let now = Instant::now();
+    if warned.is_none_or(|at| now.duration_since(at) >= WARN_EVERY) {
+        *warned = Some(now);
+        tracing::warn!(%error, "{who}'s checkpoint failed");
+    }
 }
 
 impl Checkpoints {
@@ -236,26 +264,29 @@ impl Checkpoints {
     /// the checkpointer left of a long WAL, so that this batch's commit
     /// writes from the WAL's start.
     pub(super) fn before_batch(&self, writer: &rusqlite::Connection) {
-        let generation = {
+        let (generation, restart) = {
             let progress = self.shared.lock();
             if !progress.tail_due() {
                 return;
             }
-            progress.generation
+            (progress.generation, progress.frames >= BACKSTOP_FRAMES)
         };
-        match copy_frames(writer) {
+        let copied = if restart {
+            let wait = writer.busy_timeout(BACKSTOP_WAIT);
+            let copied = wait.and_then(|()| copy_frames(writer, true));
+            // The writer's own timeout (10 s) for everything else.
+            let _ = writer.busy_timeout(super::sqlite::BUSY_TIMEOUT);
+            copied
+        } else {
+            copy_frames(writer, false)
+        };
+        match copied {
             Ok(Some(copied)) => self.shared.copied(generation, copied),
             Ok(None) => {} // the checkpointer is copying; try before the next batch
             Err(e) => {
-                let now = Instant::now();
-                if self
-                    .warned
-                    .get()
-                    .is_none_or(|at| now.duration_since(at) >= Duration::from_secs(60))
-                {
-                    self.warned.set(Some(now));
-                    tracing::warn!(error = %e, "the writer's checkpoint failed");
-                }
+                let mut warned = self.warned.get();
+                warn_failed(&mut warned, "the writer", &e);
+                self.warned.set(warned);
             }
         }
     }
@@ -277,8 +308,9 @@ impl Drop for Checkpoints {
 
 fn checkpoint_loop(conn: rusqlite::Connection, shared: &Shared) {
     let mut stalled = false;
+    let mut warned = None;
     loop {
-        let generation = {
+        let (generation, before) = {
             let mut progress = shared.lock();
             loop {
                 if progress.stop {
@@ -289,27 +321,30 @@ fn checkpoint_loop(conn: rusqlite::Connection, shared: &Shared) {
                 if progress.pass_due() && !stalled {
                     break;
                 }
+                let commits = progress.commits;
                 let (guard, waited) = shared
                     .wake
                     .wait_timeout(progress, IDLE)
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
                 progress = guard;
                 stalled = false;
-                if waited.timed_out() && progress.behind() > 0 {
+                // A quiet store's last frames; not a long WAL's that a busy
+                // writer is about to copy itself.
+                let quiet = progress.commits == commits || progress.frames < RESTART_FRAMES;
+                if waited.timed_out() && quiet && progress.behind() > 0 {
                     break;
                 }
             }
             (progress.generation, progress.copied)
         };
-        let (generation, before) = generation;
-        match copy_frames(&conn) {
+        match copy_frames(&conn, false) {
             Ok(Some(copied)) => {
                 stalled = copied <= before;
                 shared.copied(generation, copied);
             }
             Ok(None) => stalled = true,
             Err(e) => {
-                tracing::warn!(error = %e, "checkpoint failed");
+                warn_failed(&mut warned, "the checkpointer", &e);
                 stalled = true;
             }
         }
@@ -445,5 +480,75 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(all, 10_240);
+    }
+
+    /// Two readers that keep a snapshot open nearly all the time: each
+    /// commit after the writer's copy finds one of them on the WAL, so only
+    /// the backstop's wait lets it start over.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn readers_that_keep_overlapping_do_not_hold_the_wal_off() {
+        use crate::store::{Durability, Store};
+        use std::sync::atomic::AtomicBool;
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("r.db");
+        let store = Store::open(&format!("sqlite://{}", db.display()), Durability::Full)
+            .await
+            .unwrap();
+        store
+            .write(|c| c.execute_batch("CREATE TABLE t (v INTEGER PRIMARY KEY, pad TEXT NOT NULL)"))
+            .await
+            .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (db, stop) = (db.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let conn = rusqlite::Connection::open(&db).unwrap();
+                    while !stop.load(Ordering::Relaxed) {
+                        conn.execute_batch("BEGIN").unwrap();
+                        let _: i64 = conn
+                            .query_row("SELECT count(*) FROM t WHERE v < 10", [], |r| r.get(0))
+                            .unwrap();
+                        std::thread::sleep(Duration::from_millis(30));
+                        conn.execute_batch("COMMIT").unwrap();
+                    }
+                })
+            })
+            .collect();
+        let wal = dir.path().join("r.db-wal");
+        let mut largest_wal = 0;
+        for round in 0..128i64 {
+            let mut tasks = Vec::new();
+            for task in 0..16i64 {
+                let s = store.clone();
+                tasks.push(tokio::spawn(async move {
+                    s.write(move |c| {
+                        for row in 0..10i64 {
+                            let v = (round * 16 + task) * 10 + row;
+                            c.execute(
+                                "INSERT INTO t (v, pad) VALUES (?, ?)",
+                                crate::args![v, "x".repeat(3000)],
+                            )?;
+                        }
+                        Ok(())
+                    })
+                    .await
+                }));
+            }
+            for t in tasks {
+                t.await.unwrap().unwrap();
+            }
+            largest_wal = largest_wal.max(std::fs::metadata(&wal).unwrap().len());
+        }
+        stop.store(true, Ordering::Relaxed);
+        for reader in readers {
+            reader.join().unwrap();
+        }
+        // 20,480 frames written; a WAL that never started over holds them all.
+        let frames = largest_wal / (4096 + 24);
+        assert!(
+            frames < u64::from(BACKSTOP_FRAMES + RESTART_FRAMES),
+            "the WAL grew to {frames} frames"
+        );
     }
 }

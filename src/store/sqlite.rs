@@ -42,6 +42,9 @@ const MAX_BATCH: usize = 256;
 /// Statements the writer keeps prepared (each command shape uses a handful).
 const STATEMENT_CACHE: usize = 128;
 
+/// How long the writer waits for a lock another connection holds.
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
 type Reply = Box<dyn FnOnce(Option<EngineError>) + Send>;
 type Job = Box<dyn FnOnce(&WriteConn) -> (bool, Reply) + Send>;
 
@@ -233,7 +236,7 @@ fn open_writer(path: &std::path::Path, durability: Durability) -> Result<rusqlit
         }
         Durability::Relaxed => rusqlite::Connection::open(path)?,
     };
-    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     let sync = synchronous_level(durability);
     conn.execute_batch(&format!(
@@ -268,7 +271,13 @@ fn writer_loop(conn: &rusqlite::Connection, checkpoints: Option<&Checkpoints>, m
                 Err(_) => break,
             }
         }
-        if let Some(checkpoints) = checkpoints {
+        if !conn.is_autocommit() {
+            // A failed ROLLBACK (or a command's own COMMIT/BEGIN) left a
+            // transaction open: end it, or every BEGIN below would fail.
+            tracing::error!("the writer's connection was left in a transaction; rolling it back");
+            let _ = run(conn, "ROLLBACK");
+        }
+        if let (true, Some(checkpoints)) = (conn.is_autocommit(), checkpoints) {
             checkpoints.before_batch(conn);
         }
         let mut replies: Vec<Reply> = Vec::with_capacity(batch.len());
