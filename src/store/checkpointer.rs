@@ -363,6 +363,50 @@ mod tests {
         }
     }
 
+    /// A store on `dir/name` with a table of one-page rows.
+    async fn page_store(dir: &std::path::Path, name: &str) -> crate::store::Store {
+        use crate::store::{Durability, Store};
+        let db = dir.join(name);
+        let store = Store::open(&format!("sqlite://{}", db.display()), Durability::Full)
+            .await
+            .unwrap();
+        store
+            .write(|c| c.execute_batch("CREATE TABLE t (v INTEGER PRIMARY KEY, pad TEXT NOT NULL)"))
+            .await
+            .unwrap();
+        store
+    }
+
+    /// Writes `rounds` × 16 commands of ten one-page rows, sixteen at a
+    /// time; returns the largest the WAL at `wal` grew to, in frames.
+    async fn write_pages(store: &crate::store::Store, wal: &std::path::Path, rounds: i64) -> u64 {
+        let mut largest_wal = 0;
+        for round in 0..rounds {
+            let mut tasks = Vec::new();
+            for task in 0..16i64 {
+                let s = store.clone();
+                tasks.push(tokio::spawn(async move {
+                    s.write(move |c| {
+                        for row in 0..10i64 {
+                            let v = (round * 16 + task) * 10 + row;
+                            c.execute(
+                                "INSERT INTO t (v, pad) VALUES (?, ?)",
+                                crate::args![v, "x".repeat(3000)],
+                            )?;
+                        }
+                        Ok(())
+                    })
+                    .await
+                }));
+            }
+            for t in tasks {
+                t.await.unwrap().unwrap();
+            }
+            largest_wal = largest_wal.max(std::fs::metadata(wal).unwrap().len());
+        }
+        largest_wal / (4096 + 24)
+    }
+
     #[test]
     fn a_pass_waits_for_enough_frames_then_chases_then_stops() {
         assert!(!progress(PASS_FRAMES - 1, 0).pass_due());
@@ -425,52 +469,20 @@ mod tests {
     /// writer has written several times `RESTART_FRAMES`.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn commits_reach_the_database_file_and_the_wal_starts_over() {
-        use crate::store::{Durability, Store};
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("c.db");
-        let store = Store::open(&format!("sqlite://{}", db.display()), Durability::Full)
-            .await
-            .unwrap();
-        store
-            .write(|c| c.execute_batch("CREATE TABLE t (v INTEGER PRIMARY KEY, pad TEXT NOT NULL)"))
-            .await
-            .unwrap();
+        let store = page_store(dir.path(), "c.db").await;
         let autocheckpoint: Option<i64> = store
             .write(|c| c.query_scalar("PRAGMA wal_autocheckpoint", &[]))
             .await
             .unwrap();
         assert_eq!(autocheckpoint, Some(0), "the writer's commits do not checkpoint");
-        let wal = dir.path().join("c.db-wal");
-        let frame = 4096 + 24;
-        let mut largest_wal = 0;
-        for round in 0..64i64 {
-            let mut tasks = Vec::new();
-            for task in 0..16i64 {
-                let s = store.clone();
-                tasks.push(tokio::spawn(async move {
-                    s.write(move |c| {
-                        for row in 0..10i64 {
-                            let v = (round * 16 + task) * 10 + row;
-                            c.execute(
-                                "INSERT INTO t (v, pad) VALUES (?, ?)",
-                                crate::args![v, "x".repeat(3000)],
-                            )?;
-                        }
-                        Ok(())
-                    })
-                    .await
-                }));
-            }
-            for t in tasks {
-                t.await.unwrap().unwrap();
-            }
-            largest_wal = largest_wal.max(std::fs::metadata(&wal).unwrap().len());
-        }
+        let frames = write_pages(&store, &dir.path().join("c.db-wal"), 64).await;
         // 10,240 rows of a page each, 2.5 times RESTART_FRAMES: a WAL that
         // never started over would hold them all.
         assert!(
-            largest_wal < u64::from(2 * RESTART_FRAMES) * frame,
-            "the WAL grew to {largest_wal} bytes: it did not start over"
+            frames < u64::from(2 * RESTART_FRAMES),
+            "the WAL grew to {frames} frames: it did not start over"
         );
         // In WAL mode only a checkpoint writes the database file.
         let copied_pages = std::fs::metadata(&db).unwrap().len() / 4096;
@@ -487,17 +499,10 @@ mod tests {
     /// the backstop's wait lets it start over.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn readers_that_keep_overlapping_do_not_hold_the_wal_off() {
-        use crate::store::{Durability, Store};
         use std::sync::atomic::AtomicBool;
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("r.db");
-        let store = Store::open(&format!("sqlite://{}", db.display()), Durability::Full)
-            .await
-            .unwrap();
-        store
-            .write(|c| c.execute_batch("CREATE TABLE t (v INTEGER PRIMARY KEY, pad TEXT NOT NULL)"))
-            .await
-            .unwrap();
+        let store = page_store(dir.path(), "r.db").await;
         let stop = Arc::new(AtomicBool::new(false));
         let readers: Vec<_> = (0..2)
             .map(|_| {
@@ -515,37 +520,12 @@ mod tests {
                 })
             })
             .collect();
-        let wal = dir.path().join("r.db-wal");
-        let mut largest_wal = 0;
-        for round in 0..128i64 {
-            let mut tasks = Vec::new();
-            for task in 0..16i64 {
-                let s = store.clone();
-                tasks.push(tokio::spawn(async move {
-                    s.write(move |c| {
-                        for row in 0..10i64 {
-                            let v = (round * 16 + task) * 10 + row;
-                            c.execute(
-                                "INSERT INTO t (v, pad) VALUES (?, ?)",
-                                crate::args![v, "x".repeat(3000)],
-                            )?;
-                        }
-                        Ok(())
-                    })
-                    .await
-                }));
-            }
-            for t in tasks {
-                t.await.unwrap().unwrap();
-            }
-            largest_wal = largest_wal.max(std::fs::metadata(&wal).unwrap().len());
-        }
+        let frames = write_pages(&store, &dir.path().join("r.db-wal"), 128).await;
         stop.store(true, Ordering::Relaxed);
         for reader in readers {
             reader.join().unwrap();
         }
         // 20,480 frames written; a WAL that never started over holds them all.
-        let frames = largest_wal / (4096 + 24);
         assert!(
             frames < u64::from(BACKSTOP_FRAMES + RESTART_FRAMES),
             "the WAL grew to {frames} frames"

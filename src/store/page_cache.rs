@@ -224,6 +224,17 @@ mod tests {
         }
     }
 
+    /// Inserts `rows` rows under random keys (splits all over the index).
+    fn insert_random(conn: &Connection, next: &mut impl FnMut() -> u64, rows: usize, pad: &str) {
+        for _ in 0..rows {
+            conn.execute(
+                "INSERT INTO t (k, pad) VALUES (?, ?)",
+                (format!("{:016x}", next()), pad),
+            )
+            .unwrap();
+        }
+    }
+
     /// Splits by the thousand (random keys into an index), transactions
     /// rolled back after the file grew, savepoints undone: what is read back
     /// is what was committed, and the file stays sound.
@@ -258,13 +269,7 @@ mod tests {
             let undone = round % 3 == 2;
             if undone {
                 conn.execute_batch("SAVEPOINT s").unwrap();
-                for _ in 0..300 {
-                    conn.execute(
-                        "INSERT INTO t (k, pad) VALUES (?, ?)",
-                        (format!("{:016x}", next()), "s".repeat(900)),
-                    )
-                    .unwrap();
-                }
+                insert_random(&conn, &mut next, 300, &"s".repeat(900));
                 conn.execute_batch("ROLLBACK TO s; RELEASE s").unwrap();
             }
             let forwarded_before = FORWARDED.with(Cell::get);
@@ -275,13 +280,7 @@ mod tests {
             let deleted = conn
                 .execute("DELETE FROM t WHERE k >= ? AND k < ?", range)
                 .unwrap() as i64;
-            for _ in 0..400 {
-                conn.execute(
-                    "INSERT INTO t (k, pad) VALUES (?, ?)",
-                    (format!("{:016x}", next()), "p".repeat(200)),
-                )
-                .unwrap();
-            }
+            insert_random(&conn, &mut next, 400, &"p".repeat(200));
             if undone {
                 // The file grew in this transaction; its pages must go.
                 conn.execute_batch("ROLLBACK").unwrap();
@@ -309,13 +308,7 @@ mod tests {
         // The writer's pattern: a command's savepoint undone after it grew
         // the file, then the batch commits; the pages past the end go then.
         conn.execute_batch("BEGIN IMMEDIATE; SAVEPOINT cmd").unwrap();
-        for _ in 0..300 {
-            conn.execute(
-                "INSERT INTO t (k, pad) VALUES (?, ?)",
-                (format!("{:016x}", next()), "s".repeat(900)),
-            )
-            .unwrap();
-        }
+        insert_random(&conn, &mut next, 300, &"s".repeat(900));
         conn.execute_batch("ROLLBACK TO cmd; RELEASE cmd").unwrap();
         conn.execute("INSERT INTO t (k, pad) VALUES ('last', 'p')", [])
             .unwrap();
