@@ -255,12 +255,12 @@ impl Store {
 
     /// A run's events, in order, as stored.
     pub(crate) async fn event_rows(&self, run_id: &str) -> Result<Vec<EventTuple>> {
-        Ok(sqlx::query_as(
-            &self.q("SELECT sequence, type, node_id, timestamp, payload FROM events WHERE run_id = ? ORDER BY sequence"),
-        )
-        .bind(run_id)
-        .fetch_all(&self.read)
-        .await?)
+        Ok(sqlx::query_as(super::event_log::timeline_sql(self.dialect))
+            .bind(run_id)
+            .bind(i64::MIN)
+            .bind(i64::MAX)
+            .fetch_all(&self.read)
+            .await?)
     }
 
     /// Every vote on a run's interrupts, in the order they were cast.

@@ -8,7 +8,7 @@
 //! unit test can read what it decided without a database.
 
 use super::rows::NodeRow;
-use super::{inbox, json_text, Dialect, Val, WriteConn};
+use super::{event_log, inbox, json_text, Dialect, Val, WriteConn};
 use crate::clock::Millis;
 use crate::error::Result;
 use std::sync::LazyLock;
@@ -145,24 +145,6 @@ static INSERT_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// Most rows one multi-row INSERT carries (7 parameters each, far below
-/// SQLite's and PostgreSQL's parameter limits).
-const MAX_ROWS: usize = 64;
-
-/// `INSERT INTO events … VALUES (…), (…)` for 0..=MAX_ROWS rows, built once:
-/// on PostgreSQL each statement is a round trip.
-static INSERT_EVENTS: LazyLock<Vec<String>> = LazyLock::new(|| {
-    let row = "(?, ?, ?, ?, ?, ?, ?)";
-    (0..=MAX_ROWS)
-        .map(|n| {
-            format!(
-                "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, timestamp) VALUES {}",
-                vec![row; n].join(", ")
-            )
-        })
-        .collect()
-});
-
 fn text(s: impl Into<String>) -> Val {
     Val::Text(Some(s.into()))
 }
@@ -182,9 +164,32 @@ fn opt_int(i: Option<i64>) -> Val {
 /// Writes `changes` in order on the command's connection: as few round
 /// trips as the back end allows (see [`batches`]).
 pub(crate) fn apply(conn: &WriteConn, changes: Vec<Change>) -> Result<()> {
+    let dialect = conn.dialect();
     let mut statements = Vec::with_capacity(changes.len() + 2);
+    let mut chain = event_log::Chain::default();
     for change in changes {
-        statements_of(change, conn.dialect(), &mut statements);
+        // SQLite's events carry their ids and links (store::event_log).
+        let ids = match (&change, dialect) {
+            (Change::Events { run_id, events, .. }, Dialect::Sqlite) if !events.is_empty() => EventIds {
+                appended: Some(chain.append(conn, run_id, events.len())?),
+                newest: None,
+            },
+            (Change::Run { run_id, .. }, Dialect::Sqlite) => EventIds {
+                appended: None,
+                newest: chain.record(run_id),
+            },
+            _ => EventIds::default(),
+        };
+        statements_of(change, dialect, ids, &mut statements);
+    }
+    for (run_id, newest) in chain.unrecorded() {
+        push(
+            &mut statements,
+            event_log::LINK_RUN_SQL,
+            vec![int(newest), text(&run_id)],
+            Table::Runs,
+            Rows::Update(run_id),
+        );
     }
     for batch in batches(&statements) {
         let batch: Vec<(&str, &[Val])> = statements[batch]
@@ -306,7 +311,16 @@ fn push(out: &mut Vec<Statement>, sql: &'static str, args: Vec<Val>, table: Tabl
     });
 }
 
-fn statements_of(change: Change, dialect: Dialect, out: &mut Vec<Statement>) {
+/// On SQLite, the ids [`event_log::Chain`] gave a change's events.
+#[derive(Default)]
+struct EventIds {
+    /// An `Events` change: its first event's id and the id that one follows.
+    appended: Option<(i64, Option<i64>)>,
+    /// A `Run` change: the run's newest event, if the command appended any.
+    newest: Option<i64>,
+}
+
+fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<Statement>) {
     match change {
         Change::NewRun(run) => {
             let key = run.run_id.to_string();
@@ -519,9 +533,13 @@ fn statements_of(change: Change, dialect: Dialect, out: &mut Vec<Statement>) {
             Rows::Insert(String::new()),
         ),
         Change::Events { run_id, events, at } => {
-            for chunk in events.chunks(MAX_ROWS) {
-                let mut args = Vec::with_capacity(chunk.len() * 7);
-                for e in chunk {
+            for (c, chunk) in events.chunks(event_log::MAX_ROWS).enumerate() {
+                let mut args = Vec::with_capacity(chunk.len() * (event_log::ROW_ARGS + 2));
+                for (i, e) in chunk.iter().enumerate() {
+                    if let Some((first, prev)) = ids.appended {
+                        let id = first + (c * event_log::MAX_ROWS + i) as i64;
+                        args.extend([int(id), opt_int(if id == first { prev } else { Some(id - 1) })]);
+                    }
                     args.extend([
                         text(&run_id),
                         int(e.sequence),
@@ -533,8 +551,8 @@ fn statements_of(change: Change, dialect: Dialect, out: &mut Vec<Statement>) {
                     ]);
                 }
                 push(
-                out,
-                    &INSERT_EVENTS[chunk.len()],
+                    out,
+                    event_log::insert(dialect, chunk.len()),
                     args,
                     Table::Events,
                     Rows::Insert(String::new()),
@@ -580,20 +598,24 @@ fn statements_of(change: Change, dialect: Dialect, out: &mut Vec<Statement>) {
             completed_at,
         } => {
             let key = run_id.to_string();
-            push(
-                out,
-                "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ? WHERE run_id = ?",
-                vec![
-                    text(status.as_str()),
-                    opt_text(current_node_id),
-                    opt_text(error),
-                    int(next_sequence),
-                    opt_int(completed_at),
-                    text(run_id),
-                ],
-                Table::Runs,
-                Rows::Update(key),
-            );
+            let mut args = vec![
+                text(status.as_str()),
+                opt_text(current_node_id),
+                opt_text(error),
+                int(next_sequence),
+                opt_int(completed_at),
+            ];
+            let sql = match dialect {
+                Dialect::Sqlite => {
+                    args.push(opt_int(ids.newest));
+                    "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ?, last_event = coalesce(?, last_event) WHERE run_id = ?"
+                }
+                Dialect::Postgres => {
+                    "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ? WHERE run_id = ?"
+                }
+            };
+            args.push(text(run_id));
+            push(out, sql, args, Table::Runs, Rows::Update(key));
         }
     }
 }
@@ -705,7 +727,7 @@ mod tests {
     fn split(changes: Vec<Change>) -> Vec<std::ops::Range<usize>> {
         let mut statements = Vec::new();
         for c in changes {
-            statements_of(c, Dialect::Postgres, &mut statements);
+            statements_of(c, Dialect::Postgres, EventIds::default(), &mut statements);
         }
         batches(&statements)
     }

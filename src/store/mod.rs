@@ -16,6 +16,7 @@ mod checkpointer;
 pub(crate) mod conversations;
 pub(crate) mod delegations;
 pub(crate) mod directory;
+mod event_log;
 pub(crate) mod idempotency;
 pub(crate) mod inbox;
 pub(crate) mod notices;

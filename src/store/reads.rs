@@ -142,14 +142,12 @@ impl Store {
 
     /// A run's events after `after`, in sequence order.
     pub(crate) async fn events(&self, run_id: &str, after: i64, limit: i64) -> Result<Vec<RunEvent>> {
-        let rows = sqlx::query_as::<_, EventRow>(&self.q(
-            "SELECT run_id, sequence, event_id, type, node_id, payload, timestamp FROM events WHERE run_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
-        ))
-        .bind(run_id)
-        .bind(after)
-        .bind(limit)
-        .fetch_all(&self.read)
-        .await?;
+        let rows = sqlx::query_as::<_, EventRow>(super::event_log::events_after_sql(self.dialect))
+            .bind(run_id)
+            .bind(after)
+            .bind(limit)
+            .fetch_all(&self.read)
+            .await?;
         rows.into_iter().map(EventRow::into_event).collect()
     }
 
