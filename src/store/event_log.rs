@@ -22,32 +22,26 @@ pub(super) const MAX_ROWS: usize = 64;
 /// id, type, node id, payload, timestamp.
 pub(super) const ROW_ARGS: usize = 7;
 
-/// `INSERT INTO events … VALUES (…), (…)` for 0..=MAX_ROWS rows of one run,
-/// built once (on PostgreSQL each statement is a round trip).
-static INSERT_INDEXED: LazyLock<Vec<String>> = LazyLock::new(|| {
-    let row = "(?, ?, ?, ?, ?, ?, ?)";
+/// `INSERT INTO events (columns) VALUES (…), (…)` for 0..=MAX_ROWS rows of
+/// one run, built once (on PostgreSQL each statement is a round trip).
+fn inserts(columns: &str) -> Vec<String> {
+    let row = format!("({})", vec!["?"; columns.split(", ").count()].join(", "));
     (0..=MAX_ROWS)
         .map(|n| {
             format!(
-                "INSERT INTO events (run_id, sequence, event_id, type, node_id, payload, timestamp) VALUES {}",
-                vec![row; n].join(", ")
+                "INSERT INTO events ({columns}) VALUES {}",
+                vec![row.as_str(); n].join(", ")
             )
         })
         .collect()
-});
+}
+
+const ROW_COLUMNS: &str = "run_id, sequence, event_id, type, node_id, payload, timestamp";
+
+static INSERT_INDEXED: LazyLock<Vec<String>> = LazyLock::new(|| inserts(ROW_COLUMNS));
 
 /// The same rows on SQLite with their ids and links bound (see [`Chain`]).
-static INSERT_CHAINED: LazyLock<Vec<String>> = LazyLock::new(|| {
-    let row = "(?, ?, ?, ?, ?, ?, ?, ?, ?)";
-    (0..=MAX_ROWS)
-        .map(|n| {
-            format!(
-                "INSERT INTO events (id, prev, run_id, sequence, event_id, type, node_id, payload, timestamp) VALUES {}",
-                vec![row; n].join(", ")
-            )
-        })
-        .collect()
-});
+static INSERT_CHAINED: LazyLock<Vec<String>> = LazyLock::new(|| inserts(&format!("id, prev, {ROW_COLUMNS}")));
 
 /// The statement appending `rows` (1..=MAX_ROWS) events of one run: on
 /// SQLite each row starts with its id and its link (from [`Chain::append`]).
