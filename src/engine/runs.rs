@@ -66,10 +66,11 @@ impl Engine {
             callback_url,
             requested_by,
         };
+        // Exec reads and decides, and writes only in `finish`.
         let outcome = self
             .inner
             .store
-            .write(move |conn| {
+            .write_decided(move |conn| {
                 run_idempotent(conn, &tenant, idem, |conn| {
                     let run = Exec::start(conn, &wf, new, now)?.finish()?;
                     Ok(RunCreated {
@@ -208,10 +209,11 @@ impl Engine {
             .await?
             .unwrap_or_else(|| actor.principal.clone());
         let now = self.now();
+        // `apply_resolve` reads and decides, then writes once.
         let outcome = self
             .inner
             .store
-            .write(move |conn| {
+            .write_decided(move |conn| {
                 run_idempotent(conn, &tenant, idem, |conn| {
                     this.apply_resolve(
                         conn,

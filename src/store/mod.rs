@@ -38,6 +38,7 @@ pub use sqlite::Durability;
 pub use value::{json_text, FromVal, Row, ToVal, Val};
 
 use crate::error::{EngineError, Result};
+use checkpointer::WalLimits;
 use sqlx::AnyPool;
 use std::borrow::Cow;
 
@@ -98,6 +99,17 @@ impl dyn Tx + '_ {
     }
 }
 
+/// How a failed command's writes are undone on SQLite, where commands
+/// share a transaction (group commit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Undo {
+    /// Inside its own savepoint: only its writes are undone.
+    Savepoint,
+    /// It fails only before writing, so there is nothing to undo; should it
+    /// fail after writing, the whole batch is rolled back.
+    Batch,
+}
+
 #[derive(Clone)]
 enum Writer {
     Sqlite(sqlite::SqliteWriter),
@@ -125,17 +137,27 @@ impl Store {
                 dialect: Dialect::Postgres,
             })
         } else if url.starts_with("sqlite:") {
-            let (writer, read) = sqlite::open(url, durability).await?;
-            Ok(Store {
-                writer: Writer::Sqlite(writer),
-                read,
-                dialect: Dialect::Sqlite,
-            })
+            Store::open_sqlite(url, durability, WalLimits::DEFAULT).await
         } else {
             Err(EngineError::Storage(format!(
                 "database url {url}: give sqlite://<file> or postgres://<user>@<host>/<database>"
             )))
         }
+    }
+
+    /// A SQLite store whose WAL is copied by `wal_limits`.
+    pub(crate) async fn open_sqlite(
+        url: &str,
+        durability: Durability,
+        wal_limits: WalLimits,
+    ) -> Result<Store> {
+        sqlx::any::install_default_drivers();
+        let (writer, read) = sqlite::open(url, durability, wal_limits).await?;
+        Ok(Store {
+            writer: Writer::Sqlite(writer),
+            read,
+            dialect: Dialect::Sqlite,
+        })
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -154,8 +176,30 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&WriteConn) -> Result<T> + Send + 'static,
     {
+        self.write_undone_by(Undo::Savepoint, op).await
+    }
+
+    /// [`Store::write`] for a command that decides before it writes: it
+    /// reads, decides, then writes, and returns an `Err` only before its
+    /// first write. On SQLite it then needs no savepoint of its own. Should
+    /// it fail after writing all the same, every command committed with it
+    /// is answered with an error and nothing of theirs is stored.
+    pub async fn write_decided<T, F>(&self, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&WriteConn) -> Result<T> + Send + 'static,
+    {
+        self.write_undone_by(Undo::Batch, op).await
+    }
+
+    async fn write_undone_by<T, F>(&self, undo: Undo, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&WriteConn) -> Result<T> + Send + 'static,
+    {
         match &self.writer {
-            Writer::Sqlite(w) => w.write(op).await,
+            Writer::Sqlite(w) => w.write(undo, op).await,
+            // Each command is its own transaction there (nothing to save).
             Writer::Postgres(w) => w.write(op).await,
         }
     }
