@@ -799,7 +799,7 @@ impl<'a> Exec<'a> {
         match failure {
             Some(error) => self.fail(node_id, error)?,
             None => {
-                let outputs = self.outputs_of(interrupt, resume_value.unwrap_or(Value::Null));
+                let outputs = self.outputs_of(interrupt, resume_value.unwrap_or(Value::Null))?;
                 self.complete(node_id, outputs)?
             }
         }
@@ -809,26 +809,27 @@ impl<'a> Exec<'a> {
     /// A resumed node's outputs: `{resumeValue}`; an agent decision's also
     /// carry the decision it goes on with (the agent's, confirmed, or the
     /// person's replacement).
-    fn outputs_of(&self, interrupt: &InterruptRow, resume_value: Value) -> Value {
+    fn outputs_of(&self, interrupt: &InterruptRow, resume_value: Value) -> Result<Value> {
         let decision_node = self
             .wf
             .node(interrupt.node_id.as_str())
             .is_some_and(|n| matches!(n.behaviour, NodeBehaviour::Decision(_)));
         if !decision_node {
-            return json!({ "resumeValue": resume_value });
+            return Ok(json!({ "resumeValue": resume_value }));
         }
-        let data = &interrupt.payload["data"];
+        let payload = interrupt.payload()?;
+        let data = &payload["data"];
         let decision = if resume_value["outcome"] == "replaced" {
             resume_value["decision"].clone()
         } else {
             data["decision"].clone()
         };
-        json!({
+        Ok(json!({
             "decision": decision,
             "confidence": data["observed"],
             "escalated": true,
             "resumeValue": resume_value,
-        })
+        }))
     }
 
     /// The conversation `id` as this command left it (open with its run and turns, or not).
@@ -906,7 +907,15 @@ impl<'a> Exec<'a> {
         interrupt: &InterruptRow,
         resume_value: Option<&Value>,
     ) -> Result<()> {
-        let data = &interrupt.payload["data"];
+        if !matches!(
+            interrupt.kind,
+            InterruptKind::ConversationExchange | InterruptKind::ConversationClose
+        ) {
+            // Only these move a conversation on (the payload is not read for the others).
+            return Ok(());
+        }
+        let payload = interrupt.payload()?;
+        let data = &payload["data"];
         let (Some(id), node_id) = (data["conversationId"].as_str(), interrupt.node_id.as_str()) else {
             return Ok(());
         };
@@ -1289,7 +1298,6 @@ pub(crate) fn decide(
     now: Millis,
 ) -> Result<Decision> {
     let kind = interrupt.kind;
-    let payload = &interrupt.payload;
     let subject = serde_json::to_value(actor.subject())?;
     let mut resolved = json!({
         "nodeId": interrupt.node_id,
@@ -1365,7 +1373,8 @@ pub(crate) fn decide(
         if !parsed.action.is_vote() {
             return Ok(Decision::Recorded(writes));
         }
-        let original = payload["data"].get("artifactData");
+        let original = interrupt.data_member("artifactData")?;
+        let original = original.as_ref();
         let mut ballots: Vec<Ballot> = earlier
             .iter()
             .filter(|b| b.counts() && !replaced(b))
@@ -1454,8 +1463,8 @@ pub(crate) fn decide(
             ));
         }
         InterruptKind::ExternalEvent => {
-            if let Some(corr) = payload["data"]["correlation"].as_object() {
-                for (k, expected) in corr {
+            if let Some(Value::Object(corr)) = interrupt.data_member("correlation")? {
+                for (k, expected) in &corr {
                     if resume_value.get(k) != Some(expected) {
                         return Err(EngineError::Validation {
                             message: format!("resumeValue.{k} does not match the interrupt's correlation (expected {expected})"),
@@ -1471,10 +1480,10 @@ pub(crate) fn decide(
                 Some(a @ Value::Object(_)) => a,
                 _ => resume_value,
             };
-            let questions = payload["data"]["questions"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
+            let questions = match interrupt.data_member("questions")? {
+                Some(Value::Array(questions)) => questions,
+                _ => Vec::new(),
+            };
             for q in &questions {
                 let qid = q["id"].as_str().unwrap_or_default();
                 let field = format!("resumeValue.answers.{qid}");
@@ -1585,9 +1594,9 @@ mod tests {
             visit: 0,
             kind: spec.kind,
             status: InterruptStatus::Pending,
-            payload: json!({"kind": spec.kind.as_str(), "data": spec.data}),
+            payload: json!({"kind": spec.kind.as_str(), "data": spec.data}).to_string(),
             contract: serde_json::to_string(&spec.contract.contract).unwrap(),
-            request: Some(json!({})),
+            request: Some("{}".into()),
             rules: spec.approval.clone(),
             workflow_id: "w".into(),
             title: "t".into(),

@@ -71,7 +71,7 @@ impl Engine {
                 o != 0,
             )?);
         }
-        let original = interrupt.payload["data"].get("artifactData");
+        let original = interrupt.data_member("artifactData")?;
         let ballots: Vec<Ballot> = self
             .inner
             .store
@@ -80,7 +80,7 @@ impl Engine {
             .into_iter()
             .filter(|v| !v.superseded && v.action.is_vote())
             .map(|v| Ballot {
-                approves: approved_data(v.action, &v.resume_value, original),
+                approves: approved_data(v.action, &v.resume_value, original.as_ref()),
                 principal: v.principal,
                 action: v.action,
                 is_override: false,

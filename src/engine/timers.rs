@@ -79,6 +79,7 @@ impl Engine {
         exec.finish()?;
         // `onTimeout: escalate` notifies the gate's people; it never extends or grants.
         let rules = interrupt.rules.clone();
+        let audience = interrupt.data_member("audience")?;
         if rules
             .as_ref()
             .is_some_and(|r| r.on_timeout == crate::approval::OnTimeout::Escalate)
@@ -87,7 +88,7 @@ impl Engine {
                 tenant: tenant.as_str(),
                 kind: interrupt.kind,
                 rules: rules.as_ref(),
-                audience: interrupt.payload["data"].get("audience"),
+                audience: audience.as_ref(),
                 requester: &interrupt.owner_subject,
             };
             let directory = crate::runtime::load_directory(conn, &tenant)?;

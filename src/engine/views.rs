@@ -126,7 +126,8 @@ impl Engine {
                 resume_value: v.resume_value,
             })
             .collect();
-        let payload = row.payload.clone();
+        let payload = row.payload()?;
+        let (request, resolution) = row.request_and_resolution()?;
         let quorum = row.rules.as_ref().map(|r| {
             // Counted as the tally counts: approvals of the same data; rejects and refines.
             let original = payload["data"].get("artifactData");
@@ -157,8 +158,8 @@ impl Engine {
         let contract = crate::contract::cached(&row.contract)?.contract.clone();
         Ok(InterruptView {
             payload,
-            request: row.request.unwrap_or(Value::Null),
-            resolution: row.resolution,
+            request: request.unwrap_or(Value::Null),
+            resolution,
             interrupt_id: row.interrupt_id,
             run_id: row.run_id,
             node_id: row.node_id,

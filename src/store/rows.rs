@@ -122,11 +122,14 @@ pub(crate) struct InterruptRow {
     pub visit: i64,
     pub kind: InterruptKind,
     pub status: InterruptStatus,
-    /// The `interrupt.requested` payload (`kind`, `key`, `data`, `resumeSchema`, …).
-    pub payload: Value,
+    /// The `interrupt.requested` payload's JSON text (`kind`, `key`, `data`,
+    /// `resumeSchema`, …), decoded where it is read ([`InterruptRow::payload`],
+    /// [`InterruptRow::data_member`]): a resolve needs at most a member of it.
+    pub payload: String,
     /// The contract's JSON text: compiled (and cached by this text) where it is used.
     pub contract: String,
-    pub request: Option<Value>,
+    /// The request's JSON text (shown by views, never read by a resolve).
+    pub request: Option<String>,
     /// Approval gates' rules; `None` for other kinds.
     pub rules: Option<approval::ApprovalRules>,
     pub workflow_id: String,
@@ -138,7 +141,8 @@ pub(crate) struct InterruptRow {
     pub created_at: Millis,
     pub deadline_at: Option<Millis>,
     pub resolved_at: Option<Millis>,
-    pub resolution: Option<Value>,
+    /// The resolution's JSON text (shown by views).
+    pub resolution: Option<String>,
     /// The inbox rule group the interrupt counts in while pending.
     pub inbox_group: Option<String>,
     /// Votes as JSON `[principal, action, superseded, is_override, resume_value]`, when loaded with the interrupt.
@@ -148,15 +152,63 @@ pub(crate) struct InterruptRow {
 pub(crate) const INTERRUPT_COLUMNS: &str = "interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, request, eligibility, workflow_id, title, owner_subject, created_at, deadline_at, resolved_at, resolution, inbox_group";
 
 impl InterruptRow {
+    /// The `interrupt.requested` payload.
+    pub(crate) fn payload(&self) -> Result<Value> {
+        serde_json::from_str(&self.payload).map_err(|e| self.not_json("payload", e))
+    }
+
+    /// One member of the payload's `data` (`artifactData`, `audience`, …),
+    /// decoded alone: the rest of the payload is skipped, not built.
+    pub(crate) fn data_member(&self, member: &str) -> Result<Option<Value>> {
+        // The column is written by serde_json, which spells every key out
+        // (no `\u` escapes for letters): a name that is nowhere in the text
+        // is no member of it. Most approvals carry no `artifactData`.
+        if !self.payload.contains(member) {
+            return Ok(None);
+        }
+        let seed = Member {
+            name: "data",
+            then: Member {
+                name: member,
+                then: std::marker::PhantomData::<Value>,
+            },
+        };
+        let mut de = serde_json::Deserializer::from_str(&self.payload);
+        let found = serde::de::DeserializeSeed::deserialize(seed, &mut de)
+            .and_then(|found| de.end().map(|()| found))
+            .map_err(|e| self.not_json("payload", e))?;
+        Ok(found.flatten().filter(|v| !v.is_null()))
+    }
+
+    /// The request and the resolution, decoded.
+    pub(crate) fn request_and_resolution(&self) -> Result<(Option<Value>, Option<Value>)> {
+        let decode = |column: &str, text: &Option<String>| {
+            text.as_deref()
+                .map(serde_json::from_str::<Value>)
+                .transpose()
+                .map_err(|e| self.not_json(column, e))
+        };
+        Ok((
+            decode("request", &self.request)?,
+            decode("resolution", &self.resolution)?,
+        ))
+    }
+
+    fn not_json(&self, column: &str, e: serde_json::Error) -> EngineError {
+        EngineError::Storage(format!(
+            "interrupts.{column} of {}: not JSON: {e}",
+            self.interrupt_id
+        ))
+    }
+
     /// Decodes a row selected with [`INTERRUPT_COLUMNS`] (and optionally `votes_json`), from either pool.
     pub(crate) fn from_row(row: &Row) -> Result<InterruptRow> {
         let kind: InterruptKind = row.get(5)?;
-        let rules = match row.opt_json(10)? {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(
-                serde_json::from_value(v)
-                    .map_err(|e| EngineError::Storage(format!("interrupts.eligibility: {e}")))?,
-            ),
+        // Straight into the rules (`null` is none), not through a `Value`.
+        let rules = match row.get::<Option<String>>(10)? {
+            None => None,
+            Some(text) => serde_json::from_str::<Option<approval::ApprovalRules>>(&text)
+                .map_err(|e| EngineError::Storage(format!("interrupts.eligibility: {e}")))?,
         };
         Ok(InterruptRow {
             interrupt_id: row.get(0)?,
@@ -166,9 +218,9 @@ impl InterruptRow {
             visit: row.get(4)?,
             kind,
             status: row.get(6)?,
-            payload: row.json(7)?,
+            payload: row.get(7)?,
             contract: row.get(8)?,
-            request: row.opt_json(9)?,
+            request: row.get(9)?,
             rules,
             workflow_id: row.get(11)?,
             title: row.get(12)?,
@@ -176,12 +228,92 @@ impl InterruptRow {
             created_at: row.get(14)?,
             deadline_at: row.get(15)?,
             resolved_at: row.get(16)?,
-            resolution: row.opt_json(17)?,
+            resolution: row.get(17)?,
             inbox_group: row.get(18)?,
             votes_json: if row.has(19) { row.get(19)? } else { None },
         })
     }
 }
+
+/// Decodes member `name` of a JSON object with `then` and skips the rest of
+/// it; `None` when the value is not an object or has no such member (as
+/// `value[name]` is `null` there).
+struct Member<'n, S> {
+    name: &'n str,
+    then: S,
+}
+
+impl<'de, S: serde::de::DeserializeSeed<'de> + Copy> serde::de::DeserializeSeed<'de> for Member<'_, S> {
+    type Value = Option<S::Value>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, S: serde::de::DeserializeSeed<'de> + Copy> serde::de::Visitor<'de> for Member<'_, S> {
+    type Value = Option<S::Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "any JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == self.name {
+                // The last of duplicate members, as `serde_json::Value` keeps.
+                found = Some(map.next_value_seed(self.then)?);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E>(self, _: &str) -> std::result::Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+impl<S: Copy> Clone for Member<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S: Copy> Copy for Member<'_, S> {}
 
 // Statements the writer runs on every command, built once (they splice in
 // the column lists) so the hot path neither formats nor allocates SQL text.
@@ -331,4 +463,97 @@ pub(crate) fn load_directory(conn: &WriteConn, tenant: &str) -> Result<Vec<Princ
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn row_with_payload(payload: &str) -> InterruptRow {
+        InterruptRow {
+            interrupt_id: "t/i1".into(),
+            run_id: RunId::trusted("t/r1"),
+            node_id: NodeId::trusted("gate"),
+            key: "k".into(),
+            visit: 0,
+            kind: InterruptKind::Approval,
+            status: InterruptStatus::Pending,
+            payload: payload.into(),
+            contract: "{}".into(),
+            request: Some(r#"{"q": 1}"#.into()),
+            rules: None,
+            workflow_id: "w".into(),
+            title: "t".into(),
+            owner_subject: "o".into(),
+            created_at: 0,
+            deadline_at: None,
+            resolved_at: None,
+            resolution: None,
+            inbox_group: None,
+            votes_json: None,
+        }
+    }
+
+    #[test]
+    fn a_data_member_is_what_the_whole_payload_says() {
+        let payloads = [
+            json!({"kind": "approval", "data": {"artifactData": {"amount": 5, "tags": ["}", "{"]}, "title": "x"}}),
+            json!({"resumeSchema": {"data": {"artifactData": 1}}, "data": {"audience": ["ann"]}, "key": "k"}),
+            json!({"data": {"artifactData": null}}),
+            json!({"data": "not an object"}),
+            json!({"data": [1, {"artifactData": 2}]}),
+            json!({"kind": "approval"}),
+            json!(["data"]),
+            // The name only as a value: parsed, and no member.
+            json!({"data": {"title": "artifactData audience questions"}}),
+        ];
+        for payload in payloads {
+            let row = row_with_payload(&payload.to_string());
+            for member in ["artifactData", "audience", "title", "questions"] {
+                let whole = &row.payload().unwrap()["data"][member];
+                let expected = (!whole.is_null()).then(|| whole.clone());
+                assert_eq!(
+                    row.data_member(member).unwrap(),
+                    expected,
+                    "{member} of {payload}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_last_of_duplicate_members_counts_as_in_a_value() {
+        let text = r#"{"data": {"artifactData": 1, "artifactData": 2}, "data": {"artifactData": 3, "x": 0}}"#;
+        let row = row_with_payload(text);
+        let whole: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            row.data_member("artifactData").unwrap(),
+            Some(whole["data"]["artifactData"].clone())
+        );
+        assert_eq!(row.data_member("artifactData").unwrap(), Some(json!(3)));
+    }
+
+    #[test]
+    fn a_damaged_payload_is_a_storage_error_naming_the_interrupt() {
+        // (Each names the member: a text without the name is not parsed.)
+        for text in [
+            r#"{"data": {"artifactData": 1}"#,
+            r#"{"data": {"artifactData": 1}} trailing"#,
+            "artifactData",
+        ] {
+            let row = row_with_payload(text);
+            for err in [
+                row.data_member("artifactData").unwrap_err(),
+                row.payload().unwrap_err(),
+            ] {
+                assert!(
+                    matches!(&err, EngineError::Storage(m) if m.contains("interrupts.payload of t/i1")),
+                    "{text:?}: {err:?}"
+                );
+            }
+        }
+        let (request, resolution) = row_with_payload("{}").request_and_resolution().unwrap();
+        assert_eq!((request, resolution), (Some(json!({"q": 1})), None));
+    }
 }
