@@ -23,6 +23,7 @@ pub(crate) mod notices;
 pub(crate) mod outbox;
 mod page_cache;
 mod postgres;
+mod prepared;
 pub(crate) mod reads;
 pub(crate) mod registry;
 pub(crate) mod rows;

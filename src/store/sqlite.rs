@@ -16,6 +16,7 @@
 //! not SQLite, bounded throughput (see docs/performance.md).
 
 use super::checkpointer::{Checkpoints, WalLimits};
+use super::prepared::Prepared;
 use super::{page_cache, wal_buffer, Dialect, Row, Tx, Undo, Val, WriteConn};
 use crate::error::{EngineError, Result};
 use sqlx::any::AnyPoolOptions;
@@ -42,8 +43,9 @@ pub enum Durability {
 /// Largest number of commands applied in one transaction.
 const MAX_BATCH: usize = 256;
 
-/// Statements the writer keeps prepared (each command shape uses a handful).
-const STATEMENT_CACHE: usize = 128;
+/// Statements rusqlite keeps prepared for [`run`] (the transaction's and
+/// savepoints' own); the commands' statements are in [`Prepared`].
+const STATEMENT_CACHE: usize = 16;
 
 /// How long the writer waits for a lock another connection holds.
 pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -59,8 +61,11 @@ struct Job {
     run: Command,
 }
 
-/// A write command's view of the writer's connection.
-struct SqliteTx<'c>(&'c rusqlite::Connection);
+/// A write command's view of the writer's connection, with its prepared statements.
+struct SqliteTx<'t, 'c> {
+    conn: &'c rusqlite::Connection,
+    prepared: &'t Prepared<'c>,
+}
 
 impl rusqlite::ToSql for Val {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
@@ -74,7 +79,7 @@ impl rusqlite::ToSql for Val {
     }
 }
 
-impl Tx for SqliteTx<'_> {
+impl Tx for SqliteTx<'_, '_> {
     fn dialect(&self) -> Dialect {
         Dialect::Sqlite
     }
@@ -82,42 +87,46 @@ impl Tx for SqliteTx<'_> {
     fn query_rows(&self, sql: &str, args: &[Val]) -> Result<Vec<Row>> {
         use rusqlite::types::ValueRef;
         #[cfg(test)]
-        tests::record(self.0, sql);
-        let mut statement = self.0.prepare_cached(sql)?;
-        let columns = statement.column_count();
-        let mut rows = statement.query(rusqlite::params_from_iter(args))?;
-        let mut out = Vec::new();
-        while let Some(row) = rows.next()? {
-            let mut values = Vec::with_capacity(columns);
-            for i in 0..columns {
-                values.push(match row.get_ref(i)? {
-                    ValueRef::Null => Val::Text(None),
-                    ValueRef::Integer(v) => Val::Int(Some(v)),
-                    ValueRef::Real(v) => Val::Real(Some(v)),
-                    // Everything stored was written from Rust strings, so
-                    // the plain UTF-8 check (faster than the lossy one) passes.
-                    ValueRef::Text(t) | ValueRef::Blob(t) => Val::Text(Some(match std::str::from_utf8(t) {
-                        Ok(text) => text.to_owned(),
-                        Err(_) => String::from_utf8_lossy(t).into_owned(),
-                    })),
-                });
+        tests::record(self.conn, sql);
+        self.prepared.with(sql, |statement| {
+            let columns = statement.column_count();
+            let mut rows = statement.query(rusqlite::params_from_iter(args))?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next()? {
+                let mut values = Vec::with_capacity(columns);
+                for i in 0..columns {
+                    values.push(match row.get_ref(i)? {
+                        ValueRef::Null => Val::Text(None),
+                        ValueRef::Integer(v) => Val::Int(Some(v)),
+                        ValueRef::Real(v) => Val::Real(Some(v)),
+                        // Everything stored was written from Rust strings, so
+                        // the plain UTF-8 check (faster than the lossy one) passes.
+                        ValueRef::Text(t) | ValueRef::Blob(t) => {
+                            Val::Text(Some(match std::str::from_utf8(t) {
+                                Ok(text) => text.to_owned(),
+                                Err(_) => String::from_utf8_lossy(t).into_owned(),
+                            }))
+                        }
+                    });
+                }
+                out.push(Row { values });
             }
-            out.push(Row { values });
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     fn execute_args(&self, sql: &str, args: &[Val]) -> Result<u64> {
         #[cfg(test)]
-        tests::record(self.0, sql);
-        Ok(self
-            .0
-            .prepare_cached(sql)?
-            .execute(rusqlite::params_from_iter(args))? as u64)
+        tests::record(self.conn, sql);
+        self.prepared
+            .with(sql, |statement| {
+                statement.execute(rusqlite::params_from_iter(args))
+            })
+            .map(|changed| changed as u64)
     }
 
     fn execute_batch(&self, sql: &str) -> Result<()> {
-        Ok(run(self.0, sql)?)
+        Ok(run(self.conn, sql)?)
     }
 }
 
@@ -277,6 +286,11 @@ fn synchronous_level(durability: Durability) -> &'static str {
 }
 
 fn writer_loop(conn: &rusqlite::Connection, checkpoints: Option<&Checkpoints>, mut rx: mpsc::Receiver<Job>) {
+    let prepared = Prepared::new(conn);
+    let tx = SqliteTx {
+        conn,
+        prepared: &prepared,
+    };
     let mut batch: Vec<Job> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = rx.blocking_recv() {
         batch.push(first);
@@ -299,7 +313,7 @@ fn writer_loop(conn: &rusqlite::Connection, checkpoints: Option<&Checkpoints>, m
         if let Err(e) = run(conn, "BEGIN IMMEDIATE") {
             let err = EngineError::Storage(format!("begin: {e}"));
             for job in batch.drain(..) {
-                let (_, reply) = run_isolated(conn, job);
+                let (_, reply) = run_isolated(&tx, job);
                 reply(Some(err.clone()));
             }
             continue;
@@ -308,22 +322,21 @@ fn writer_loop(conn: &rusqlite::Connection, checkpoints: Option<&Checkpoints>, m
         for job in batch.drain(..) {
             if broken.is_some() {
                 // The transaction is unusable; answer without applying.
-                replies.push(run_isolated(conn, job).1);
+                replies.push(run_isolated(&tx, job).1);
                 continue;
             }
             let with_savepoint = job.undo == Undo::Savepoint;
             if with_savepoint {
                 if let Err(e) = run(conn, "SAVEPOINT cmd") {
                     broken = Some(EngineError::Storage(format!("savepoint: {e}")));
-                    replies.push(run_isolated(conn, job).1);
+                    replies.push(run_isolated(&tx, job).1);
                     continue;
                 }
             }
             let changes_before = conn.total_changes();
             // A command that panics is rolled back and its caller told (its
             // reply is dropped); the others in the batch still commit.
-            let (ok, reply) = match std::panic::catch_unwind(AssertUnwindSafe(|| (job.run)(&SqliteTx(conn))))
-            {
+            let (ok, reply) = match std::panic::catch_unwind(AssertUnwindSafe(|| (job.run)(&tx))) {
                 Ok((ok, reply)) => (ok, Some(reply)),
                 Err(_) => (false, None),
             };
@@ -366,10 +379,10 @@ fn writer_loop(conn: &rusqlite::Connection, checkpoints: Option<&Checkpoints>, m
 }
 
 /// Produces a job's reply without keeping its effects (used when the batch failed).
-fn run_isolated(conn: &rusqlite::Connection, job: Job) -> (bool, Reply) {
-    let _ = conn.execute_batch("SAVEPOINT dead");
-    let out = (job.run)(&SqliteTx(conn));
-    let _ = conn.execute_batch("ROLLBACK TO dead; RELEASE dead");
+fn run_isolated(tx: &SqliteTx, job: Job) -> (bool, Reply) {
+    let _ = tx.conn.execute_batch("SAVEPOINT dead");
+    let out = (job.run)(tx);
+    let _ = tx.conn.execute_batch("ROLLBACK TO dead; RELEASE dead");
     out
 }
 
