@@ -79,11 +79,11 @@ impl Engine {
         exec.finish()?;
         // `onTimeout: escalate` notifies the gate's people; it never extends or grants.
         let rules = interrupt.rules.clone();
-        let audience = interrupt.data_member("audience")?;
         if rules
             .as_ref()
             .is_some_and(|r| r.on_timeout == crate::approval::OnTimeout::Escalate)
         {
+            let audience = interrupt.data_member("audience")?;
             let notice = crate::notify::Notice {
                 tenant: tenant.as_str(),
                 kind: interrupt.kind,

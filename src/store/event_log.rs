@@ -169,9 +169,17 @@ mod tests {
     const INSERT_RUN: &str = "INSERT INTO runs (run_id, tenant, workflow_id, workflow_digest, status, owner, inputs, next_sequence, created_at) \
                               VALUES (?, 't', 'w', 'd', 'running', '{}', '{}', 1, 0)";
 
-    async fn store(dir: &tempfile::TempDir) -> Store {
+    /// A store on `dir` holding the runs `runs` (without events).
+    async fn store_with_runs(dir: &tempfile::TempDir, runs: &[&'static str]) -> Store {
         let url = format!("sqlite://{}", dir.path().join("events.db").display());
-        Store::open(&url, Durability::Full).await.unwrap()
+        let store = Store::open(&url, Durability::Full).await.unwrap();
+        for &run in runs {
+            store
+                .write(move |c| c.execute(INSERT_RUN, args![run]))
+                .await
+                .unwrap();
+        }
+        store
     }
 
     /// Appends events `from..=to` of `run` as one command.
@@ -215,13 +223,7 @@ mod tests {
     #[tokio::test]
     async fn a_runs_chain_holds_its_events_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let store = store(&dir).await;
-        for run in ["t/a", "t/b", "t/a2"] {
-            store
-                .write(move |c| c.execute(INSERT_RUN, args![run]))
-                .await
-                .unwrap();
-        }
+        let store = store_with_runs(&dir, &["t/a", "t/b", "t/a2"]).await;
         append(&store, "t/a", 1, 4).await;
         append(&store, "t/b", 1, 1).await;
         append(&store, "t/a", 5, 5).await;
@@ -343,13 +345,7 @@ mod tests {
     #[tokio::test]
     async fn a_damaged_chain_ends_the_walk() {
         let dir = tempfile::tempdir().unwrap();
-        let store = store(&dir).await;
-        for run in ["t/a", "t/b"] {
-            store
-                .write(move |c| c.execute(INSERT_RUN, args![run]))
-                .await
-                .unwrap();
-        }
+        let store = store_with_runs(&dir, &["t/a", "t/b"]).await;
         append(&store, "t/a", 1, 3).await;
         append(&store, "t/b", 1, 2).await;
         store

@@ -238,6 +238,7 @@ impl InterruptRow {
 /// Decodes member `name` of a JSON object with `then` and skips the rest of
 /// it; `None` when the value is not an object or has no such member (as
 /// `value[name]` is `null` there).
+#[derive(Clone, Copy)]
 struct Member<'n, S> {
     name: &'n str,
     then: S,
@@ -306,14 +307,6 @@ impl<'de, S: serde::de::DeserializeSeed<'de> + Copy> serde::de::Visitor<'de> for
         Ok(None)
     }
 }
-
-impl<S: Copy> Clone for Member<'_, S> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<S: Copy> Copy for Member<'_, S> {}
 
 // Statements the writer runs on every command, built once (they splice in
 // the column lists) so the hot path neither formats nor allocates SQL text.
