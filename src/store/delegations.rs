@@ -6,6 +6,7 @@ use crate::args;
 use crate::clock::Millis;
 use crate::directory::{principal_from_columns, Principal};
 use crate::error::Result;
+use std::sync::LazyLock;
 
 /// A delegation as stored, with the people's names and, for a reassignment,
 /// its interrupt's run, node, title and status.
@@ -50,6 +51,24 @@ type PrincipalColumns = (String, String, String, Option<String>, String, String,
 /// Live at `now`: not revoked, started, not ended.
 const LIVE: &str = "d.revoked_at IS NULL AND d.starts_at <= ? AND (d.ends_at IS NULL OR d.ends_at > ?)";
 
+/// [`delegators_of`]'s statement.
+static DELEGATORS_OF: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT p.id, p.tenant, p.name, p.email, p.groups, p.roles, p.is_override \
+         FROM delegations d JOIN principals p ON p.id = d.delegator AND p.tenant = d.tenant \
+         WHERE d.tenant = ? AND d.delegate = ? AND {LIVE} AND (d.interrupt_id IS NULL OR d.interrupt_id = ?) \
+         ORDER BY d.interrupt_id IS NULL, d.created_at, d.delegation_id"
+    )
+});
+
+/// [`live_pairs`]' statement.
+static LIVE_PAIRS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT d.delegator, d.delegate FROM delegations d WHERE d.tenant = ? AND d.interrupt_id IS NULL AND {LIVE} \
+         ORDER BY d.created_at, d.delegation_id"
+    )
+});
+
 /// The people whose seat `caster` may take on `interrupt_id` at `now`: a
 /// reassignment of this interrupt first, then in the order the delegations were made (inside a resolve command, so a
 /// revocation committed before the vote is seen).
@@ -59,14 +78,8 @@ pub(crate) fn delegators_of(
     interrupt_id: &str,
     now: Millis,
 ) -> Result<Vec<Principal>> {
-    let sql = format!(
-        "SELECT p.id, p.tenant, p.name, p.email, p.groups, p.roles, p.is_override \
-         FROM delegations d JOIN principals p ON p.id = d.delegator AND p.tenant = d.tenant \
-         WHERE d.tenant = ? AND d.delegate = ? AND {LIVE} AND (d.interrupt_id IS NULL OR d.interrupt_id = ?) \
-         ORDER BY d.interrupt_id IS NULL, d.created_at, d.delegation_id"
-    );
     let rows: Vec<PrincipalColumns> = conn.query_map(
-        &sql,
+        &DELEGATORS_OF,
         args![caster.tenant, caster.id, now, now, interrupt_id],
         |r| {
             Ok((
@@ -90,14 +103,9 @@ pub(crate) fn delegators_of(
 /// The tenant's live whole-period delegations at `now` as (delegator,
 /// delegate), for telling delegates about new requests.
 pub(crate) fn live_pairs(conn: &WriteConn, tenant: &str, now: Millis) -> Result<Vec<(String, String)>> {
-    conn.query_map(
-        &format!(
-            "SELECT d.delegator, d.delegate FROM delegations d WHERE d.tenant = ? AND d.interrupt_id IS NULL AND {LIVE} \
-             ORDER BY d.created_at, d.delegation_id"
-        ),
-        args![tenant, now, now],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )
+    conn.query_map(&LIVE_PAIRS, args![tenant, now, now], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })
 }
 
 pub(crate) fn insert(conn: &WriteConn, d: &NewDelegationRow) -> Result<()> {

@@ -43,19 +43,22 @@ use checkpointer::WalLimits;
 use sqlx::AnyPool;
 use std::borrow::Cow;
 
-/// One open transaction of one write command.
+/// One open transaction of one write command. Its statements are `'static`
+/// texts: the SQLite writer finds a statement it prepared by the text's
+/// address (`store::prepared`), so a text formatted per call would be
+/// prepared again on every call.
 pub trait Tx {
     fn dialect(&self) -> Dialect;
     /// Runs a statement and returns every row it produces.
-    fn query_rows(&self, sql: &str, args: &[Val]) -> Result<Vec<Row>>;
+    fn query_rows(&self, sql: &'static str, args: &[Val]) -> Result<Vec<Row>>;
     /// Runs a statement and returns the number of rows it changed.
-    fn execute_args(&self, sql: &str, args: &[Val]) -> Result<u64>;
+    fn execute_args(&self, sql: &'static str, args: &[Val]) -> Result<u64>;
     /// Runs statements without arguments (savepoints).
     fn execute_batch(&self, sql: &str) -> Result<()>;
     /// Runs writes as if one after the other. A back end where each
     /// statement is a round trip sends them as one; the caller only groups
     /// statements that need not see each other's rows (`changes::apply`).
-    fn execute_together(&self, statements: &[(&str, &[Val])]) -> Result<()> {
+    fn execute_together(&self, statements: &[(&'static str, &[Val])]) -> Result<()> {
         for (sql, args) in statements {
             self.execute_args(sql, args)?;
         }
@@ -67,14 +70,14 @@ pub trait Tx {
 pub type WriteConn<'c> = dyn Tx + 'c;
 
 impl dyn Tx + '_ {
-    pub fn execute(&self, sql: &str, args: &[Val]) -> Result<usize> {
+    pub fn execute(&self, sql: &'static str, args: &[Val]) -> Result<usize> {
         Ok(self.execute_args(sql, args)? as usize)
     }
 
     /// The first row, mapped; `None` when there is none.
     pub fn query_opt<T>(
         &self,
-        sql: &str,
+        sql: &'static str,
         args: &[Val],
         map: impl FnOnce(&Row) -> Result<T>,
     ) -> Result<Option<T>> {
@@ -87,7 +90,7 @@ impl dyn Tx + '_ {
     /// Every row, mapped.
     pub fn query_map<T>(
         &self,
-        sql: &str,
+        sql: &'static str,
         args: &[Val],
         map: impl FnMut(&Row) -> Result<T>,
     ) -> Result<Vec<T>> {
@@ -95,7 +98,7 @@ impl dyn Tx + '_ {
     }
 
     /// The first column of the first row; `None` when there is no row.
-    pub fn query_scalar<T: FromVal>(&self, sql: &str, args: &[Val]) -> Result<Option<T>> {
+    pub fn query_scalar<T: FromVal>(&self, sql: &'static str, args: &[Val]) -> Result<Option<T>> {
         self.query_opt(sql, args, |r| r.get(0))
     }
 }

@@ -7,6 +7,7 @@ use crate::clock::Millis;
 use crate::engine::outbox::OutboxItem;
 use crate::error::{EngineError, Result};
 use crate::ids::TenantRange;
+use std::sync::LazyLock;
 use tollgate_wire::{MailReason, OutboxKind, OutboxStatus};
 
 const COLUMNS: &str = "id, kind, reason, run_id, node_id, interrupt_id, recipient, address, status, attempts, \
@@ -63,6 +64,18 @@ pub(super) fn reminders_due_sql(dialect: super::Dialect) -> String {
     )
 }
 
+/// [`claim_due`]'s statement, with what follows its inner `LIMIT`.
+fn claim_due_sql(skip_locked: &str) -> String {
+    format!(
+        "UPDATE outbox SET lease_until = ? WHERE id IN (SELECT id FROM outbox WHERE status = 'pending' \
+         AND next_attempt_at <= ? AND kind = ? AND (lease_until IS NULL OR lease_until <= ?) ORDER BY id LIMIT ?{skip_locked}) \
+         RETURNING {COLUMNS}"
+    )
+}
+
+static CLAIM_DUE: LazyLock<String> = LazyLock::new(|| claim_due_sql(""));
+static CLAIM_DUE_PG: LazyLock<String> = LazyLock::new(|| claim_due_sql(" FOR UPDATE SKIP LOCKED"));
+
 /// Claims up to `limit` pending messages of `kind` that are due and not
 /// leased, leasing them until `lease_until` (`FOR UPDATE SKIP LOCKED` on
 /// PostgreSQL: instances claiming at once get different messages).
@@ -73,16 +86,11 @@ pub(crate) fn claim_due(
     lease_until: Millis,
     limit: i64,
 ) -> Result<Vec<OutboxItem>> {
-    let skip_locked = match conn.dialect() {
-        super::Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
-        super::Dialect::Sqlite => "",
+    let sql: &'static str = match conn.dialect() {
+        super::Dialect::Postgres => &CLAIM_DUE_PG,
+        super::Dialect::Sqlite => &CLAIM_DUE,
     };
-    let sql = format!(
-        "UPDATE outbox SET lease_until = ? WHERE id IN (SELECT id FROM outbox WHERE status = 'pending' \
-         AND next_attempt_at <= ? AND kind = ? AND (lease_until IS NULL OR lease_until <= ?) ORDER BY id LIMIT ?{skip_locked}) \
-         RETURNING {COLUMNS}"
-    );
-    conn.query_map(&sql, args![lease_until, now, kind, now, limit], item)
+    conn.query_map(sql, args![lease_until, now, kind, now, limit], item)
 }
 
 /// How many attempts a message has had.

@@ -202,12 +202,24 @@ fn decode(row: &sqlx::postgres::PgRow) -> Result<Row> {
     Ok(Row { values })
 }
 
+impl PgTx<'_> {
+    /// Runs one statement, built or not (PostgreSQL prepares by text itself).
+    fn execute_text(&self, sql: &str, args: &[Val]) -> Result<u64> {
+        let sql = Dialect::Postgres.placeholders(sql);
+        let mut conn = self.conn.borrow_mut();
+        let done = self
+            .rt
+            .block_on(bind(sqlx::query(&sql), args).execute(&mut **conn))?;
+        Ok(done.rows_affected())
+    }
+}
+
 impl Tx for PgTx<'_> {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
     }
 
-    fn query_rows(&self, sql: &str, args: &[Val]) -> Result<Vec<Row>> {
+    fn query_rows(&self, sql: &'static str, args: &[Val]) -> Result<Vec<Row>> {
         let sql = Dialect::Postgres.placeholders(sql);
         let mut conn = self.conn.borrow_mut();
         let rows = self
@@ -216,19 +228,14 @@ impl Tx for PgTx<'_> {
         rows.iter().map(decode).collect()
     }
 
-    fn execute_args(&self, sql: &str, args: &[Val]) -> Result<u64> {
-        let sql = Dialect::Postgres.placeholders(sql);
-        let mut conn = self.conn.borrow_mut();
-        let done = self
-            .rt
-            .block_on(bind(sqlx::query(&sql), args).execute(&mut **conn))?;
-        Ok(done.rows_affected())
+    fn execute_args(&self, sql: &'static str, args: &[Val]) -> Result<u64> {
+        self.execute_text(sql, args)
     }
 
     /// One statement: every write but the last becomes a data-modifying
     /// `WITH` member (executed though never referenced), so a command's
     /// writes cost one round trip.
-    fn execute_together(&self, statements: &[(&str, &[Val])]) -> Result<()> {
+    fn execute_together(&self, statements: &[(&'static str, &[Val])]) -> Result<()> {
         let Some(((last_sql, last_args), members)) = statements.split_last() else {
             return Ok(());
         };
@@ -247,7 +254,7 @@ impl Tx for PgTx<'_> {
         sql.push(' ');
         sql.push_str(last_sql);
         args.extend_from_slice(last_args);
-        self.execute_args(&sql, &args).map(drop)
+        self.execute_text(&sql, &args).map(drop)
     }
 
     fn execute_batch(&self, sql: &str) -> Result<()> {

@@ -4,8 +4,9 @@
 //! whole text with SipHash to take a statement out and again to put it back,
 //! 8 % of the writer's instructions per resolve (a resolve runs ten
 //! statements of 100–700 bytes; docs/performance.md). The statements a
-//! command runs are `'static` strings, so here the text's address and length
-//! find the statement, and one comparison with the text it was prepared from
+//! command runs are `'static` strings (the [`super::Tx`] methods take
+//! nothing else), so here the text's address and length find the
+//! statement, and one comparison with the text it was prepared from
 //! confirms it: a different text at that address (a freed string's memory
 //! reused) is prepared afresh, so a statement never runs for a text it was
 //! not prepared from.

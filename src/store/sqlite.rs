@@ -84,7 +84,7 @@ impl Tx for SqliteTx<'_, '_> {
         Dialect::Sqlite
     }
 
-    fn query_rows(&self, sql: &str, args: &[Val]) -> Result<Vec<Row>> {
+    fn query_rows(&self, sql: &'static str, args: &[Val]) -> Result<Vec<Row>> {
         use rusqlite::types::ValueRef;
         #[cfg(test)]
         tests::record(self.conn, sql);
@@ -115,7 +115,7 @@ impl Tx for SqliteTx<'_, '_> {
         })
     }
 
-    fn execute_args(&self, sql: &str, args: &[Val]) -> Result<u64> {
+    fn execute_args(&self, sql: &'static str, args: &[Val]) -> Result<u64> {
         #[cfg(test)]
         tests::record(self.conn, sql);
         self.prepared
