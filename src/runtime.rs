@@ -7,7 +7,7 @@
 use crate::approval::{self, ApprovalAction, Ballot, OnTimeout, Verdict};
 use crate::binding::Scope;
 use crate::clock::Millis;
-use crate::definition::{resolve_inputs, DecisionSpec, InterruptSpec, NodeBehaviour, Workflow};
+use crate::definition::{resolve_inputs, DecisionSpec, InterruptSpec, NodeBehaviour, Workflow, MAX_WAIT_MS};
 use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
 use crate::ids;
@@ -288,11 +288,13 @@ impl<'a> Exec<'a> {
                     Ok(b) => b,
                     Err(error) => return self.fail(node_id, error),
                 };
-                let delay = delay_ms.or_else(|| bound.get("delayMs").and_then(Value::as_u64));
+                let delay = delay_ms
+                    .or_else(|| bound.get("delayMs").and_then(Value::as_u64))
+                    .filter(|&ms| ms <= MAX_WAIT_MS);
                 match delay {
                     Some(0) => self.complete(node_id, json!({ "delayedMs": 0 })),
                     Some(ms) => {
-                        let due = self.now + ms as i64;
+                        let due = self.now.saturating_add(ms as i64);
                         let st = self.state_mut(node_id);
                         st.status = NodeStatus::Waiting;
                         st.due_at = Some(due);
@@ -301,7 +303,7 @@ impl<'a> Exec<'a> {
                     None => {
                         self.fail(
                             node_id,
-                            json!({"code": "validation_error", "message": format!("node \"{node_id}\": delayMs is not a non-negative integer"), "retryable": false}),
+                            json!({"code": "validation_error", "message": format!("node \"{node_id}\": delayMs is not an integer from 0 to {MAX_WAIT_MS}"), "retryable": false}),
                         )
                     }
                 }
@@ -515,7 +517,7 @@ impl<'a> Exec<'a> {
             .unwrap_or_else(|| "null".into());
         let contract_text = serde_json::to_string(&spec.contract.contract)?;
         let owner_subject = self.run.requester();
-        let deadline = spec.timeout_ms.map(|t| self.now + t as i64);
+        let deadline = spec.timeout_ms.map(|t| self.now.saturating_add(t as i64));
         let interrupt_id = ids::new_tenant_bound(&self.run.tenant);
         self.changes.push(Change::Interrupt(Box::new(NewInterrupt {
             interrupt_id: interrupt_id.clone(),

@@ -1020,6 +1020,40 @@ async fn durable_delay_completes_when_due() {
     assert_eq!(snapshot(&f.engine, &noop).await["status"], "completed");
 }
 
+/// A bound delay past ten years fails the node by name; it neither
+/// overflows the due time nor fires at once.
+#[tokio::test]
+async fn a_bound_delay_past_the_maximum_fails_the_node() {
+    let f = fixture().await;
+    for too_long in [
+        json!(tollgate::definition::MAX_WAIT_MS + 1),
+        json!(i64::MAX),
+        json!(u64::MAX),
+    ] {
+        let run = start(
+            &f.engine,
+            "conformance-cancellable",
+            json!({"inputs": {"delayMs": too_long}}),
+        )
+        .await;
+        let snap = snapshot(&f.engine, &run).await;
+        assert_eq!(snap["status"], "failed", "{too_long}: {snap}");
+        assert!(
+            snap.to_string().contains("delayMs is not an integer from 0 to"),
+            "{snap}"
+        );
+    }
+    let longest = start(
+        &f.engine,
+        "conformance-cancellable",
+        json!({"inputs": {"delayMs": tollgate::definition::MAX_WAIT_MS}}),
+    )
+    .await;
+    f.clock.advance(1_000_000);
+    assert_eq!(f.engine.fire_due().await.unwrap(), 0);
+    assert_eq!(snapshot(&f.engine, &longest).await["status"], "running");
+}
+
 #[tokio::test]
 async fn a_replaced_definition_does_not_change_running_runs() {
     let f = fixture().await;

@@ -436,6 +436,29 @@ async fn events_as_json_when_asked_and_errors_before_streaming() {
             .await;
         r.expect(status, Some(code));
     }
+    // bufferMs is ignored but still an int64 ≥ 0, as documented.
+    for bad in ["-1", "9223372036854775808", "1.5", "soon"] {
+        let r = s
+            .call(
+                Method::GET,
+                &format!("/runs/{}/events?bufferMs={bad}", seg(&run)),
+                Some(OWNER),
+                None,
+                &[("accept", "application/json")],
+            )
+            .await;
+        r.expect(400, Some("validation_error"));
+        assert_eq!(r.body["details"]["field"], "bufferMs", "{bad}: {}", r.body);
+    }
+    s.call(
+        Method::GET,
+        &format!("/runs/{}/events?bufferMs=9223372036854775807", seg(&run)),
+        Some(OWNER),
+        None,
+        &[("accept", "application/json")],
+    )
+    .await
+    .expect(200, None);
 }
 
 #[tokio::test]

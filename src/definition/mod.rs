@@ -16,7 +16,9 @@ use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-pub use nodes::{approval_resume_schema, credential_resume_schema, DEFAULT_ESCALATION_THRESHOLD, NODE_TYPES};
+pub use nodes::{
+    approval_resume_schema, credential_resume_schema, DEFAULT_ESCALATION_THRESHOLD, MAX_WAIT_MS, NODE_TYPES,
+};
 
 /// Optional protocol families an instance offers; a definition that needs
 /// one the instance does not offer is refused at registration

@@ -223,6 +223,39 @@ fn a_static_payload_is_checked_against_its_kind_at_registration() {
 }
 
 #[test]
+fn waits_are_bounded_at_ten_years() {
+    for (type_id, config) in [
+        ("core.approvalGate", json!({"title": "t", "actions": ["accept"]})),
+        ("core.delay", json!({})),
+    ] {
+        let member = if type_id == "core.delay" {
+            "delayMs"
+        } else {
+            "timeoutMs"
+        };
+        for too_long in [json!(MAX_WAIT_MS + 1), json!(i64::MAX), json!(u64::MAX)] {
+            let mut config = config.clone();
+            config[member] = too_long;
+            let m = message(wf(
+                json!([{"id": "n", "typeId": type_id, "config": config}]),
+                json!([]),
+            ));
+            assert_eq!(
+                m,
+                format!("node \"n\": {member} must be at most {MAX_WAIT_MS} (ten years)")
+            );
+        }
+        let mut config = config.clone();
+        config[member] = json!(MAX_WAIT_MS);
+        wf(
+            json!([{"id": "n", "typeId": type_id, "config": config}]),
+            json!([]),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
 fn edges_take_conditions_and_refuse_members_they_do_not_support() {
     let nodes = json!([{"id": "a", "typeId": "core.noop"}, {"id": "b", "typeId": "core.noop"}]);
     let w = wf(

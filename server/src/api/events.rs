@@ -25,8 +25,9 @@ use tollgate::{Actor, Engine, RunEvent};
 pub struct StreamQuery {
     stream_mode: Option<String>,
     after_sequence: Option<i64>,
-    #[allow(dead_code)] // accepted for compatibility; events are sent as they commit
-    buffer_ms: Option<u64>,
+    /// Accepted for compatibility (events are sent as they commit), but
+    /// still checked: an int64 ≥ 0, as documented.
+    buffer_ms: Option<i64>,
     /// RFC 0247: the client resumes with `Last-Event-ID` if the stream ends
     /// early. This host supports that either way, so the flag changes nothing.
     #[allow(dead_code)]
@@ -56,7 +57,7 @@ fn check_stream_mode(mode: Option<&str>) -> ApiResult<()> {
         ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this sequence (wins over `afterSequence`)", minimum = -1),
         ("afterSequence" = Option<i64>, Query, description = "Events after this sequence (default -1: all)", minimum = -1),
         ("streamMode" = Option<StreamMode>, Query, description = "`updates` or `debug`"),
-        ("bufferMs" = Option<u64>, Query, description = "Accepted for compatibility; events are sent as they commit", minimum = 0),
+        ("bufferMs" = Option<i64>, Query, description = "Accepted for compatibility; events are sent as they commit", minimum = 0),
         ("resumable" = Option<bool>, Query, description = "RFC 0247: the client resumes with `Last-Event-ID` when a stream ends before the terminal event; this host supports that whether or not the flag is set"),
         ("OpenWOP-Version" = Option<String>, Header, description = "Requested protocol version; only major 2 is served"),
     ),
@@ -81,6 +82,9 @@ pub async fn stream(
 ) -> ApiResult<Response> {
     auth.require(Scope::RunsRead)?;
     check_stream_mode(q.stream_mode.as_deref())?;
+    if q.buffer_ms.is_some_and(|ms| ms < 0) {
+        return Err(ApiError::validation("bufferMs", "bufferMs must be ≥ 0"));
+    }
     let run_id = parse_run_id(&run_id)?;
     let after = match last_event_id(&headers)? {
         Some(seq) => seq,

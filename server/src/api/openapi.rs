@@ -441,4 +441,15 @@ mod tests {
         assert_eq!(routed, documented);
         assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
     }
+
+    /// The documented bound on `timeoutMs` is the engine's.
+    #[test]
+    fn timeout_maximum_is_the_engines() {
+        let timeout = &document()["components"]["schemas"]["InterruptPayload"]["properties"]["timeoutMs"];
+        assert_eq!(
+            timeout["maximum"].as_f64(),
+            Some(tollgate::definition::MAX_WAIT_MS as f64),
+            "{timeout}"
+        );
+    }
 }

@@ -293,8 +293,9 @@ pub struct InterruptPayload {
     /// JSON Schema the resume value must satisfy.
     #[schema(nullable = false)]
     pub resume_schema: Option<JsonObject>,
-    /// The interrupt's deadline; a timeout rejects, never grants.
-    #[schema(minimum = 0, nullable = false)]
+    /// The interrupt's deadline; a timeout rejects, never grants. At most ten
+    /// years (`tollgate::definition::MAX_WAIT_MS`).
+    #[schema(minimum = 0, maximum = 315360000000.0, nullable = false)]
     pub timeout_ms: Option<u64>,
 }
 
