@@ -170,6 +170,21 @@ async fn runs_filter_and_timeline_with_audit() {
     assert_eq!(all.total, 2);
     assert_eq!(all.items[0].run_id, b, "newest first");
     assert_eq!(all.workflows, vec!["gate", "open-gate"]);
+    for far in [2, usize::MAX / 2, usize::MAX] {
+        let past = f
+            .engine
+            .admin_runs(
+                &admin("acme"),
+                &RunFilter {
+                    page: far,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert!(past.items.is_empty(), "page {far}");
+        assert_eq!((past.total, past.pages), (2, 1), "page {far}");
+    }
     let waiting = f
         .engine
         .admin_runs(

@@ -372,6 +372,26 @@ impl Config {
         if self.server.token_ttl_minutes == 0 {
             anyhow::bail!("server.token_ttl_minutes: at least 1");
         }
+        // Durations become millisecond timestamps: bounded as a workflow's waits are.
+        for (name, value, ms_per_unit) in [
+            ("server.token_ttl_minutes", self.server.token_ttl_minutes, 60_000),
+            (
+                "notifications.link_ttl_hours",
+                self.notifications.link_ttl_hours,
+                3_600_000,
+            ),
+            (
+                "notifications.reminder_before_minutes",
+                self.notifications.reminder_before_minutes.unwrap_or(0),
+                60_000,
+            ),
+            ("callbacks.timeout_ms", self.callbacks.timeout_ms, 1),
+        ] {
+            let most = tollgate::definition::MAX_WAIT_MS / ms_per_unit;
+            if value > most {
+                anyhow::bail!("{name}: at most {most} (ten years)");
+            }
+        }
         for (i, k) in self.api_keys.iter().enumerate() {
             if k.key.len() < 16 {
                 anyhow::bail!("api_keys[{i}].key: at least 16 characters");
@@ -416,5 +436,35 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_past_ten_years_are_refused_by_name() {
+        Config::default().check().unwrap();
+        type Set = fn(&mut Config, u64);
+        let cases: [(&str, Set); 4] = [
+            ("server.token_ttl_minutes", |c, v| c.server.token_ttl_minutes = v),
+            ("notifications.link_ttl_hours", |c, v| {
+                c.notifications.link_ttl_hours = v
+            }),
+            ("notifications.reminder_before_minutes", |c, v| {
+                c.notifications.reminder_before_minutes = Some(v)
+            }),
+            ("callbacks.timeout_ms", |c, v| c.callbacks.timeout_ms = v),
+        ];
+        for (name, set) in cases {
+            let mut config = Config::default();
+            set(&mut config, u64::MAX);
+            let refused = config.check().unwrap_err().to_string();
+            assert!(refused.starts_with(&format!("{name}: at most ")), "{refused}");
+            let mut config = Config::default();
+            set(&mut config, 1);
+            config.check().unwrap();
+        }
     }
 }

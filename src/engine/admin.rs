@@ -295,7 +295,8 @@ impl Engine {
             status: filter.status,
             workflow_id: filter.workflow_id.as_deref(),
             limit: RUNS_PAGE_SIZE as i64,
-            offset: ((page - 1) * RUNS_PAGE_SIZE) as i64,
+            // Past the last page is an empty page, however far past.
+            offset: i64::try_from((page - 1).saturating_mul(RUNS_PAGE_SIZE)).unwrap_or(i64::MAX),
         };
         let (total, rows) = store.run_page(&query).await?;
         let workflows = store.run_workflows(tenant).await?;
