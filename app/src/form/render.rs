@@ -3,9 +3,10 @@
 //! `<form method="post">`), [`SchemaView`] draws a payload read-only.
 
 use super::dates::datetime_to_input;
-use super::values::{join, option_value, row_count, FormValues, ADD_ROW, REMOVE_ROW};
+use super::values::{join, option_value, row_count, FormValues, ADD_ROW, MAX_FORM_ROWS, REMOVE_ROW};
 use leptos::prelude::*;
 use serde_json::Value;
+use std::cell::Cell;
 use std::collections::HashMap;
 use tollgate_wire::schema_subset::{field_tree, humanize, FieldKind, FieldNode, TextFormat};
 
@@ -41,6 +42,8 @@ struct Ctx<'a> {
     values: &'a FormValues,
     errors: &'a HashMap<String, String>,
     prefix: &'a str,
+    /// Rows still to draw over all lists (see [`MAX_FORM_ROWS`]).
+    rows_left: Cell<usize>,
 }
 
 /// Draws the fields of `tree` (no `<form>` element and no submit buttons:
@@ -64,6 +67,7 @@ pub fn SchemaForm(
         values: &values,
         errors: &errors,
         prefix: &prefix,
+        rows_left: Cell::new(MAX_FORM_ROWS),
     };
     let top_error = errors.get("").cloned().map(|e| {
         view! {
@@ -399,7 +403,8 @@ fn array(
     read_only: bool,
     around: &Around,
 ) -> AnyView {
-    let n = row_count(ctx.values, path, min);
+    let n = row_count(ctx.values, path, min).min(ctx.rows_left.get());
+    ctx.rows_left.set(ctx.rows_left.get() - n);
     let can_remove = !read_only && min.is_none_or(|m| n as u64 > m);
     let can_add = !read_only && max.is_none_or(|m| (n as u64) < m);
     let rows: Vec<AnyView> = (0..n)
@@ -689,6 +694,26 @@ mod render_tests {
         {
             assert!(ids.contains(&target), "label for {target} has no input");
         }
+    }
+
+    /// Declared row counts of a list in a list would multiply; the whole
+    /// form draws at most MAX_FORM_ROWS rows however many are declared.
+    #[test]
+    fn nested_lists_draw_at_most_the_form_row_budget() {
+        let tree = field_tree(&json!({"type": "object", "properties": {
+            "contacts": {"type": "array", "items": {"type": "object", "properties": {
+                "phones": {"type": "array", "items": {"type": "string"}}
+            }}}
+        }}))
+        .unwrap();
+        let mut values = FormValues::new();
+        values.insert("contacts".into(), "1000".into());
+        for i in 0..1000 {
+            values.insert(format!("contacts.{i}.phones"), "1000".into());
+        }
+        let html = render(tree, values, HashMap::new());
+        let rows = html.matches("data-row=").count();
+        assert_eq!(rows, MAX_FORM_ROWS, "rows drawn");
     }
 
     #[test]

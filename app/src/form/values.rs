@@ -23,6 +23,10 @@ pub const REMOVE_ROW: &str = "_remove";
 
 /// More rows than this are never read from a submission.
 const MAX_ROWS: usize = 1000;
+/// Rows a whole form holds over all its lists, read or drawn: a list inside
+/// a list multiplies, so a few declared row counts could otherwise ask for
+/// millions.
+pub const MAX_FORM_ROWS: usize = 1000;
 
 /// A submitted value that could not be turned into JSON, named by its form path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,7 +72,8 @@ pub fn values_from_fields(fields: &[(String, String)]) -> FormValues {
 pub fn form_to_json(tree: &FieldNode, fields: &[(String, String)]) -> Result<Value, Vec<FormError>> {
     let values = values_from_fields(fields);
     let mut errors = Vec::new();
-    let (value, _) = convert(tree, "", &values, &mut errors, true);
+    let mut rows_left = MAX_FORM_ROWS;
+    let (value, _) = convert(tree, "", &values, &mut errors, &mut rows_left, true);
     if errors.is_empty() {
         Ok(value.unwrap_or_else(|| Value::Object(Map::new())))
     } else {
@@ -82,6 +87,7 @@ fn convert(
     path: &str,
     values: &FormValues,
     errors: &mut Vec<FormError>,
+    rows_left: &mut usize,
     root: bool,
 ) -> (Option<Value>, bool) {
     if node.read_only {
@@ -99,7 +105,7 @@ fn convert(
             let mut map = Map::new();
             let mut touched = false;
             for f in fields {
-                let (v, t) = convert(f, &join(path, &f.name), values, errors, false);
+                let (v, t) = convert(f, &join(path, &f.name), values, errors, rows_left, false);
                 touched |= t;
                 if let Some(v) = v {
                     map.insert(f.name.clone(), v);
@@ -202,7 +208,26 @@ fn convert(
             let keep_untouched = matches!(item.kind, FieldKind::Boolean);
             let mut rows = Vec::new();
             for i in submitted_rows(values, path) {
-                let (v, touched) = convert(item, &join(path, &i.to_string()), values, errors, false);
+                if *rows_left == 0 {
+                    let message = format!("This form holds at most {MAX_FORM_ROWS} rows in all its lists.");
+                    // Said once, at the first list past the budget.
+                    if !errors.iter().any(|e| e.message == message) {
+                        errors.push(FormError {
+                            path: path.to_string(),
+                            message,
+                        });
+                    }
+                    return (None, true);
+                }
+                *rows_left -= 1;
+                let (v, touched) = convert(
+                    item,
+                    &join(path, &i.to_string()),
+                    values,
+                    errors,
+                    rows_left,
+                    false,
+                );
                 if let Some(v) = v.filter(|_| touched || keep_untouched) {
                     rows.push(v);
                 }
@@ -567,6 +592,35 @@ mod tests {
 
     fn schema(props: Value) -> Value {
         json!({"type": "object", "properties": props})
+    }
+
+    /// A few declared row counts of a list in a list would ask for a
+    /// million rows; the form reads at most MAX_FORM_ROWS in all.
+    #[test]
+    fn nested_lists_read_at_most_the_form_row_budget() {
+        let tree = field_tree(&schema(json!({
+            "contacts": {"type": "array", "items": {"type": "object", "properties": {
+                "phones": {"type": "array", "items": {"type": "string"}}
+            }}}
+        })))
+        .unwrap();
+        let mut fields = vec![("contacts".to_string(), "1000".to_string())];
+        for i in 0..1000 {
+            fields.push((format!("contacts.{i}.phones"), "1000".into()));
+        }
+        let errors = form_to_json(&tree, &fields).unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].path, "contacts.0.phones");
+        assert!(errors[0].message.contains("at most 1000 rows"), "{errors:?}");
+        // A full budget is read.
+        let mut fields = vec![("contacts".to_string(), "10".to_string())];
+        for i in 0..10 {
+            fields.push((format!("contacts.{i}.phones"), "99".into()));
+            fields.push((format!("contacts.{i}.phones.98"), "x".into()));
+        }
+        let v = form_to_json(&tree, &fields).unwrap();
+        assert_eq!(v["contacts"].as_array().unwrap().len(), 10);
+        assert_eq!(v["contacts"][9]["phones"], json!(["x"]));
     }
 
     #[test]
