@@ -55,12 +55,45 @@ pub fn check_payload(kind: InterruptKind, payload: &serde_json::Value) -> crate:
         .find(|(k, _)| *k == kind)
         .map(|(_, v)| v)
         .expect("a validator per kind");
-    crate::contract::validate_with(validator, payload, "interrupt")
+    crate::contract::validate_with(validator, payload, "interrupt")?;
+    // The schema admits any integer ≥ 0; a turn is recorded as a signed
+    // 64-bit integer, so a larger one would be recorded as another turn.
+    if kind == InterruptKind::ConversationExchange {
+        if let Some(turn) = payload["data"].get("turnIndex") {
+            if turn.as_i64().is_none() {
+                return Err(crate::error::EngineError::validation(
+                    "interrupt.data.turnIndex",
+                    format!("interrupt.data.turnIndex: {turn} is greater than {}", i64::MAX),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_turn_index_past_i64_is_refused_by_name() {
+        let payload = |turn: serde_json::Value| {
+            serde_json::json!({"kind": "conversation.exchange", "key": "k",
+                "data": {"conversationId": "c", "prompt": "p", "turnIndex": turn}})
+        };
+        check_payload(InterruptKind::ConversationExchange, &payload(i64::MAX.into())).unwrap();
+        for turn in [
+            serde_json::json!(i64::MAX as u64 + 1),
+            serde_json::json!(u64::MAX),
+        ] {
+            match check_payload(InterruptKind::ConversationExchange, &payload(turn)) {
+                Err(crate::error::EngineError::Validation { field, .. }) => {
+                    assert_eq!(field.as_deref(), Some("interrupt.data.turnIndex"))
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn keys_differ_per_visit() {

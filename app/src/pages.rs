@@ -830,7 +830,7 @@ fn kind_section(data: &InterruptData, answering: bool) -> AnyView {
                     let label = match e.kind {
                         InterruptKind::ConversationStart => "Opened".to_string(),
                         InterruptKind::ConversationClose => "Closing".to_string(),
-                        _ => format!("Turn {}", e.turn_index.map_or(1, |t| t + 1)),
+                        _ => format!("Turn {}", e.turn_index.map_or(1, |t| t.saturating_add(1))),
                     };
                     let answer = match (&e.answer, e.ended_without_answer, &e.answered_at) {
                         (Some(a), _, _) => view! {
