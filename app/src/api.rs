@@ -187,8 +187,21 @@ mod server_side {
     }
 
     pub fn require_actor() -> Result<Actor, ServerFnError> {
-        let principal = signed_in().ok_or_else(|| ServerFnError::new("please sign in"))?;
+        let principal =
+            signed_in().ok_or_else(|| fail(tollgate::EngineError::Forbidden("please sign in".into())))?;
         Ok(Actor::session(principal))
+    }
+
+    /// The engine's error as a server function's error, with its HTTP status
+    /// on the response: a page answers with it, and so does a direct
+    /// `/api/…` call (server functions would answer every error with 500).
+    pub fn fail(e: tollgate::EngineError) -> ServerFnError {
+        if let Some(options) = use_context::<leptos_axum::ResponseOptions>() {
+            if let Ok(code) = http::StatusCode::from_u16(e.http_status()) {
+                options.set_status(code);
+            }
+        }
+        ServerFnError::new(e.to_string())
     }
 
     pub fn me_of(p: &Principal) -> Me {
@@ -315,11 +328,6 @@ mod server_side {
     }
 }
 
-#[cfg(feature = "ssr")]
-fn to_err(e: impl std::fmt::Display) -> ServerFnError {
-    ServerFnError::new(e.to_string())
-}
-
 #[server]
 pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
     use tollgate::engine::inbox::{InboxDue, InboxFilter, InboxSort};
@@ -329,10 +337,7 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
     // result or makes the live stream send an event on connect.
     let changes = engine.change_count();
     // A refused filter (a search too long, an unknown `due`) answers with its status.
-    let refused = |e: tollgate::EngineError| {
-        set_page_status(e.http_status());
-        to_err(e)
-    };
+    let refused = fail;
     let filter = InboxFilter {
         kind: tollgate::error::parse_param("kind", query.kind.as_deref()).map_err(refused)?,
         workflow_id: query.workflow.filter(|s| !s.is_empty()),
@@ -379,10 +384,7 @@ pub async fn load_interrupt(run: String, node: String) -> Result<InterruptData, 
     let engine = expect_context::<tollgate::Engine>();
     let actor = require_actor()?;
     // A page that cannot be shown answers with its status (another tenant's run: 403).
-    let refused = |e: tollgate::EngineError| {
-        set_page_status(e.http_status());
-        to_err(e)
-    };
+    let refused = fail;
     let run_id = tollgate::ids::parse_run_id(&run).map_err(refused)?;
     let view = engine
         .inspect_interrupt(&run_id, &node, &actor)
@@ -398,13 +400,13 @@ pub async fn load_interrupt(run: String, node: String) -> Result<InterruptData, 
         engine
             .conversation_thread(&run_id, &node, &actor)
             .await
-            .map_err(to_err)?
+            .map_err(fail)?
     } else {
         None
     };
     interrupt_data(&engine, view, &actor, url, me, thread)
         .await
-        .map_err(to_err)
+        .map_err(fail)
 }
 
 /// GET of a token link: shows, never changes anything.
@@ -442,20 +444,17 @@ pub async fn load_token(token: String) -> Result<TokenData, ServerFnError> {
                 notice: None,
             }))
         }
-        Err(e) => return Err(to_err(e)),
+        Err(e) => return Err(fail(e)),
     };
     let url = format!("/t/{token}");
     let thread = if view.kind.is_conversation() {
-        engine
-            .conversation_thread_by_token(&token)
-            .await
-            .map_err(to_err)?
+        engine.conversation_thread_by_token(&token).await.map_err(fail)?
     } else {
         None
     };
     let mut data = interrupt_data(&engine, view, &actor, url, None, thread)
         .await
-        .map_err(to_err)?;
+        .map_err(fail)?;
     if claims.t == tollgate::token::Intent::Inspect {
         data.may_decide = false;
         data.why_not = Some("This link may only show the request.".into());

@@ -25,10 +25,9 @@ pub struct DelegationsData {
 
 #[server]
 pub async fn load_delegations() -> Result<DelegationsData, ServerFnError> {
-    use crate::api::{me_of, require_actor};
+    use crate::api::{fail as err, me_of, require_actor};
     let engine = expect_context::<tollgate::Engine>();
     let actor = require_actor()?;
-    let err = |e: tollgate::EngineError| ServerFnError::new(e.to_string());
     Ok(DelegationsData {
         me: me_of(&actor.principal),
         delegations: engine.delegations(&actor, false).await.map_err(err)?,

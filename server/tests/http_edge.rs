@@ -212,3 +212,30 @@ async fn bulk_decisions_refuse_cross_site_posts() {
     // Same-origin without a session: to the sign-in page, not refused.
     assert_eq!(post(Some("same-origin"), "null").await, 303);
 }
+
+/// A console server function called directly answers an engine refusal with
+/// its status, not server functions' blanket 500.
+#[tokio::test]
+async fn console_server_functions_answer_refusals_with_their_status() {
+    use leptos::server_fn::ServerFn;
+    let (server, _dir) = Server::start_fresh().await;
+    for (path, args) in [
+        (tollgate_app::api::LoadInbox::PATH, "query[page]=1"),
+        (tollgate_app::delegations::LoadDelegations::PATH, ""),
+        (tollgate_app::admin::api::LoadAdminOverview::PATH, ""),
+    ] {
+        let r = server
+            .client
+            .post(server.url(path))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("sec-fetch-site", "same-origin")
+            .body(args)
+            .send()
+            .await
+            .expect("post");
+        let status = r.status().as_u16();
+        let body = r.text().await.unwrap();
+        assert_eq!(status, 403, "{path}: {body}");
+        assert!(body.contains("please sign in"), "{path}: {body}");
+    }
+}

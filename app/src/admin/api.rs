@@ -100,15 +100,7 @@ mod server_side {
     #[derive(Clone, Debug)]
     pub struct FlashMessage(pub Flash);
 
-    /// The engine's error as the page's error, with its HTTP status on the response.
-    pub fn fail(e: EngineError) -> ServerFnError {
-        if let Some(options) = use_context::<leptos_axum::ResponseOptions>() {
-            if let Ok(code) = http::StatusCode::from_u16(e.http_status()) {
-                options.set_status(code);
-            }
-        }
-        ServerFnError::new(e.to_string())
-    }
+    pub use crate::api::fail;
 
     /// The signed-in admin, or the reason there is none.
     pub fn require_admin() -> Result<Principal, ServerFnError> {
