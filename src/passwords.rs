@@ -6,6 +6,30 @@ use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
 
+/// The shortest new password accepted, in characters.
+pub const MIN_LEN: usize = 8;
+/// The longest: sign-in forms are read up to 64 KiB, and a password that
+/// could not be typed into one must not be set.
+pub const MAX_LEN: usize = 1024;
+
+/// Checks a new password's length (the only rule: length is what counts).
+pub fn check_new(password: &str) -> Result<()> {
+    let n = password.chars().count();
+    if n < MIN_LEN {
+        return Err(EngineError::validation(
+            "password",
+            format!("a password needs at least {MIN_LEN} characters"),
+        ));
+    }
+    if n > MAX_LEN {
+        return Err(EngineError::validation(
+            "password",
+            format!("a password has at most {MAX_LEN} characters"),
+        ));
+    }
+    Ok(())
+}
+
 /// Hashes a password with argon2id and a random salt.
 pub fn hash(password: &str) -> Result<String> {
     let salt = SaltString::generate(&mut OsRng);

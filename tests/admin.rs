@@ -270,6 +270,36 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
         Err(EngineError::Validation { field, .. }) => assert_eq!(field.as_deref(), Some("groups")),
         other => panic!("{other:?}"),
     }
+    // At most MAX_MEMBERSHIPS groups (repeats count once), and as many roles.
+    let many: Vec<String> = (0..=tollgate::engine::admin::MAX_MEMBERSHIPS)
+        .map(|i| format!("g{i}"))
+        .collect();
+    for field in ["groups", "roles"] {
+        let mut edit = PrincipalEdit {
+            id: "zed".into(),
+            name: "Zed".into(),
+            ..Default::default()
+        };
+        if field == "groups" {
+            edit.groups = many.clone();
+        } else {
+            edit.roles = many.clone();
+        }
+        match f.engine.save_principal(&admin("acme"), edit).await {
+            Err(EngineError::Validation { field: got, .. }) => assert_eq!(got.as_deref(), Some(field)),
+            other => panic!("{other:?}"),
+        }
+    }
+    let mut repeats = many[..tollgate::engine::admin::MAX_MEMBERSHIPS].to_vec();
+    repeats.extend(repeats.clone());
+    let zed = PrincipalEdit {
+        id: "zed".into(),
+        name: "Zed".into(),
+        groups: repeats,
+        ..Default::default()
+    };
+    let saved = f.engine.save_principal(&admin("acme"), zed).await.unwrap();
+    assert_eq!(saved.groups.len(), tollgate::engine::admin::MAX_MEMBERSHIPS);
     // Someone of another tenant is not editable here.
     let steal = PrincipalEdit {
         id: "eve".into(),
@@ -301,13 +331,18 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
         Err(EngineError::NotFound(_))
     ));
 
-    // Passwords: too short is refused; set, then removed.
-    assert!(matches!(
-        f.engine
-            .admin_set_password(&admin("acme"), "dora", Some("short"))
-            .await,
-        Err(EngineError::Validation { .. })
-    ));
+    // Passwords: too short or longer than a sign-in form can carry is
+    // refused; set, then removed.
+    for refused in ["short".to_string(), "x".repeat(tollgate::passwords::MAX_LEN + 1)] {
+        match f
+            .engine
+            .admin_set_password(&admin("acme"), "dora", Some(&refused))
+            .await
+        {
+            Err(EngineError::Validation { field, .. }) => assert_eq!(field.as_deref(), Some("password")),
+            other => panic!("{other:?}"),
+        }
+    }
     f.engine
         .admin_set_password(&admin("acme"), "dora", Some("long enough pass"))
         .await
@@ -358,6 +393,15 @@ async fn api_keys_are_shown_once_and_revocation_takes_effect() {
             Err(EngineError::Validation { field: got, .. }) => assert_eq!(got.as_deref(), Some(field)),
             other => panic!("{other:?}"),
         }
+    }
+    let long_label = "l".repeat(tollgate::engine::admin::MAX_LABEL_CHARS + 1);
+    match f
+        .engine
+        .create_api_key(&admin("acme"), "ann", &["runs:read".into()], Some(long_label))
+        .await
+    {
+        Err(EngineError::Validation { field, .. }) => assert_eq!(field.as_deref(), Some("label")),
+        other => panic!("{other:?}"),
     }
     assert!(matches!(
         f.engine

@@ -14,7 +14,7 @@ use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use tollgate_wire::{ApprovalAction, InterruptKind, RunId, RunStatus};
 
 pub use tollgate_wire::admin::{
@@ -28,6 +28,10 @@ pub const ADMIN_ROLE: &str = "admin";
 pub const OVERVIEW_PENDING: i64 = 50;
 /// Rows per page of the runs list.
 pub const RUNS_PAGE_SIZE: usize = 50;
+/// An API key's label, in characters.
+pub const MAX_LABEL_CHARS: usize = 200;
+/// Groups, or roles, one person may hold.
+pub const MAX_MEMBERSHIPS: usize = 100;
 /// Upper bounds (exclusive) of the pending-age buckets, with their labels.
 const AGE_BUCKETS: [(Millis, &str); 5] = [
     (HOUR, "< 1 h"),
@@ -424,11 +428,18 @@ impl Engine {
             check_email(e)?;
         }
         let clean = |field: &str, list: Vec<String>| -> Result<Vec<String>> {
+            let mut seen = HashSet::new();
             let mut out: Vec<String> = Vec::new();
             for item in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
                 check_name(field, item)?;
-                if !out.iter().any(|o| o == item) {
+                if seen.insert(item) {
                     out.push(item.to_string());
+                }
+                if out.len() > MAX_MEMBERSHIPS {
+                    return Err(EngineError::validation(
+                        field,
+                        format!("{field}: at most {MAX_MEMBERSHIPS} per person"),
+                    ));
                 }
             }
             Ok(out)
@@ -493,13 +504,10 @@ impl Engine {
         let tenant = admin_tenant(actor)?;
         self.tenant_principal(tenant, principal_id).await?;
         let phc = match password {
-            Some(p) if p.chars().count() < 8 => {
-                return Err(EngineError::validation(
-                    "password",
-                    "a password needs at least 8 characters",
-                ))
+            Some(p) => {
+                crate::passwords::check_new(p)?;
+                Some(self.hash_password(p).await?)
             }
-            Some(p) => Some(self.hash_password(p).await?),
             None => None,
         };
         self.set_password_hash(principal_id, phc.as_deref()).await
@@ -552,6 +560,15 @@ impl Engine {
             return Err(EngineError::validation("scopes", "choose at least one scope"));
         }
         let label = label.map(|l| l.trim().to_string()).filter(|l| !l.is_empty());
+        if label
+            .as_ref()
+            .is_some_and(|l| l.chars().count() > MAX_LABEL_CHARS)
+        {
+            return Err(EngineError::validation(
+                "label",
+                format!("label: at most {MAX_LABEL_CHARS} characters"),
+            ));
+        }
         let key = auth::generate_key();
         self.put_api_key(&key, principal_id, &scopes, label).await?;
         Ok(NewApiKey {

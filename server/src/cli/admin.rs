@@ -57,6 +57,13 @@ fn stdin_line(flag: &str) -> anyhow::Result<String> {
     Ok(text.to_string())
 }
 
+/// A new password from stdin, checked as the console checks it, hashed.
+fn new_password_hash(flag: &str) -> anyhow::Result<String> {
+    let password = stdin_line(flag)?;
+    tollgate::passwords::check_new(&password).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
+    Ok(tollgate::passwords::hash(&password)?)
+}
+
 pub(super) async fn user(command: UserCommand) -> anyhow::Result<i32> {
     let (db, id, name, email, tenant, groups, roles, is_override, password_stdin) = match command {
         UserCommand::Add {
@@ -87,7 +94,7 @@ pub(super) async fn user(command: UserCommand) -> anyhow::Result<i32> {
             remove,
         } => {
             let phc = if stdin && !remove {
-                Some(tollgate::passwords::hash(&stdin_line("--stdin")?)?)
+                Some(new_password_hash("--stdin")?)
             } else {
                 None
             };
@@ -112,7 +119,7 @@ pub(super) async fn user(command: UserCommand) -> anyhow::Result<i32> {
     tollgate::ids::check_tenant_id("--tenant", &tenant)?;
     // Read the password before touching the database.
     let phc = if password_stdin {
-        Some(tollgate::passwords::hash(&stdin_line("--password-stdin")?)?)
+        Some(new_password_hash("--password-stdin")?)
     } else {
         None
     };
