@@ -116,6 +116,9 @@ pub fn check_reason(reason: Option<String>) -> Result<Option<String>> {
             format!("reason: at most {REASON_MAX_CHARS} characters"),
         ));
     }
+    if let Some(r) = &reason {
+        crate::text::refuse_nul_str(r, "reason")?;
+    }
     Ok(reason)
 }
 

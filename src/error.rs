@@ -154,6 +154,15 @@ impl EngineError {
 
 impl From<sqlx::Error> for EngineError {
     fn from(e: sqlx::Error) -> Self {
+        // PostgreSQL's text cannot hold U+0000 (SQLSTATE 22021). What a run
+        // is given is checked before (`text::refuse_nul`); anything else
+        // that carries one is the caller's input, not a storage failure.
+        if e.as_database_error()
+            .and_then(|d| d.code())
+            .is_some_and(|code| code == "22021")
+        {
+            return EngineError::invalid("text cannot contain the NUL character (U+0000)");
+        }
         EngineError::Storage(e.to_string())
     }
 }

@@ -28,6 +28,7 @@ mod runtime;
 pub mod secrets;
 pub mod sign_in;
 pub mod store;
+pub mod text;
 pub mod token;
 
 pub use tollgate_wire as wire;

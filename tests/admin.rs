@@ -260,6 +260,38 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
         f.engine.principal("zed").await.unwrap().is_none(),
         "nothing written"
     );
+    // A NUL is refused by name (PostgreSQL's text cannot hold one), in the
+    // name and the address alike.
+    for (edit, field) in [
+        (
+            PrincipalEdit {
+                id: "zed".into(),
+                name: "Z\u{0}ed".into(),
+                ..Default::default()
+            },
+            "name",
+        ),
+        (
+            PrincipalEdit {
+                id: "zed".into(),
+                name: "Zed".into(),
+                email: Some("z\u{0}@example.com".into()),
+                ..Default::default()
+            },
+            "email",
+        ),
+    ] {
+        match f.engine.save_principal(&admin("acme"), edit).await {
+            Err(EngineError::Validation { field: got, .. }) => assert_eq!(got.as_deref(), Some(field)),
+            other => panic!("{other:?}"),
+        }
+    }
+    // Whatever still reaches PostgreSQL with a NUL is the caller's bad
+    // input (400), never a storage failure (500); SQLite finds nobody.
+    match f.engine.principal("z\u{0}ed").await {
+        Ok(None) | Err(EngineError::Validation { .. }) => {}
+        other => panic!("{other:?}"),
+    }
     let bad_group = PrincipalEdit {
         id: "zed".into(),
         name: "Zed".into(),

@@ -1020,6 +1020,71 @@ async fn durable_delay_completes_when_due() {
     assert_eq!(snapshot(&f.engine, &noop).await["status"], "completed");
 }
 
+/// A NUL character cannot be stored by PostgreSQL's text: what a run is
+/// given, what it is answered and a definition holding one are refused
+/// on every store alike, naming where.
+#[tokio::test]
+async fn nul_characters_are_refused_by_name_on_every_store() {
+    let f = fixture().await;
+    let gate_def = |title: Value| {
+        json!({"id": "nul", "variables": [{"name": "t"}], "nodes": [gate("gate", json!({
+            "title": title,
+            "actions": ["accept"]
+        }))]})
+    };
+    let field_of = |r: Result<(), EngineError>| match r {
+        Err(EngineError::Validation { field, .. }) => field,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        field_of(
+            f.engine
+                .register_workflow(gate_def(json!("a\u{0}b")))
+                .await
+                .map(drop)
+        )
+        .as_deref(),
+        Some("definition.nodes[0].config.title")
+    );
+    register(
+        &f.engine,
+        gate_def(json!({"$bind": {"type": "variable", "variableName": "t"}})),
+    )
+    .await;
+    let owner = actor(&f.engine, "owner").await;
+    for (req, field) in [
+        (
+            json!({"workflowId": "nul", "inputs": {"t": "a\u{0}b"}}),
+            "inputs.t",
+        ),
+        (json!({"workflowId": "nul", "tags": ["x\u{0}"]}), "tags[0]"),
+        (
+            json!({"workflowId": "nul", "metadata": {"m": "\u{0}"}}),
+            "metadata.m",
+        ),
+    ] {
+        let req: CreateRun = serde_json::from_value(req).unwrap();
+        let refused = f.engine.create_run(req, &owner, None).await.map(drop);
+        assert_eq!(field_of(refused).as_deref(), Some(field));
+    }
+    let run = start(&f.engine, "nul", json!({"inputs": {"t": "fine"}})).await;
+    let refused = resolve(
+        &f.engine,
+        &run,
+        "gate",
+        "ann",
+        json!({"action": "accept", "comment": "c\u{0}d"}),
+    )
+    .await
+    .map(drop);
+    assert_eq!(field_of(refused).as_deref(), Some("resumeValue.comment"));
+    assert_eq!(snapshot(&f.engine, &run).await["status"], "waiting-approval");
+    let r = resolve(&f.engine, &run, "gate", "ann", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, "completed");
+}
+
 /// A bound delay past ten years fails the node by name; it neither
 /// overflows the due time nor fires at once.
 #[tokio::test]

@@ -219,6 +219,7 @@ pub fn compile(raw: Value) -> Result<Workflow> {
 /// Parses and validates a workflow definition for an instance offering
 /// `caps`. Every error names the node or edge and what is wrong with it.
 pub fn compile_with(raw: Value, caps: &Capabilities) -> Result<Workflow> {
+    crate::text::refuse_nul(&raw, "definition")?;
     let obj = raw
         .as_object()
         .ok_or_else(|| err("a workflow definition must be a JSON object".into()))?;

@@ -132,7 +132,7 @@ fn check_email(email: &str) -> Result<()> {
     let valid = email
         .split_once('@')
         .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.') && !domain.starts_with('.'))
-        && !email.chars().any(char::is_whitespace);
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control());
     if valid {
         Ok(())
     } else {
@@ -423,6 +423,7 @@ impl Engine {
         if name.is_empty() || name.len() > 200 {
             return Err(EngineError::validation("name", "name must be 1–200 characters"));
         }
+        crate::text::refuse_nul_str(name, "name")?;
         let email = edit.email.map(|e| e.trim().to_string()).filter(|e| !e.is_empty());
         if let Some(e) = &email {
             check_email(e)?;
@@ -568,6 +569,9 @@ impl Engine {
                 "label",
                 format!("label: at most {MAX_LABEL_CHARS} characters"),
             ));
+        }
+        if let Some(l) = &label {
+            crate::text::refuse_nul_str(l, "label")?;
         }
         let key = auth::generate_key();
         self.put_api_key(&key, principal_id, &scopes, label).await?;

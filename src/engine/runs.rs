@@ -28,6 +28,12 @@ impl Engine {
             Some(v @ Value::Object(_)) => v,
             Some(_) => return Err(EngineError::validation("inputs", "inputs must be an object")),
         };
+        crate::text::refuse_nul(&inputs, "inputs")?;
+        for (field, value) in [("tags", &req.tags), ("metadata", &req.metadata)] {
+            if let Some(v) = value {
+                crate::text::refuse_nul(v, field)?;
+            }
+        }
         if let Some(c) = &req.configurable {
             check_configurable(c)?;
         }
@@ -90,6 +96,7 @@ impl Engine {
     /// by a caller that may act on behalf of others, unless it names the
     /// caller. An unknown person and one of another tenant get the same 400.
     async fn check_requested_by(&self, person: &str, actor: &Actor) -> Result<String> {
+        crate::text::refuse_nul_str(person, "requestedBy")?;
         if person != actor.principal.id && !actor.allows(Scope::RunsOnBehalf) {
             return Err(EngineError::Forbidden(
                 "requestedBy names another person: creating a run on their behalf needs the runs:on-behalf scope"
@@ -196,6 +203,7 @@ impl Engine {
         if ids::tenant_of(run_id) != actor.tenant() {
             return Err(EngineError::TenantMismatch);
         }
+        crate::text::refuse_nul(&resume_value, "resumeValue")?;
         let this = self.clone();
         let (rid, nid, tenant, actor) = (
             run_id.clone(),

@@ -1,0 +1,66 @@
+//! Text every store can hold. PostgreSQL's `text` cannot contain U+0000,
+//! so a NUL in what a run is given or answered would be stored on SQLite
+//! and refused by PostgreSQL; it is refused up front on both, naming where.
+
+use crate::error::{EngineError, Result};
+use serde_json::Value;
+
+/// Refuses a NUL character in any string or member name of `value`; the
+/// error names the member (`inputs.note`, `resumeValue.items[2]`).
+pub fn refuse_nul(value: &Value, field: &str) -> Result<()> {
+    match value {
+        Value::String(s) => refuse_nul_str(s, field),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, item)| refuse_nul(item, &format!("{field}[{i}]"))),
+        Value::Object(members) => members.iter().try_for_each(|(name, member)| {
+            // The error names the member without repeating the NUL itself.
+            let at = format!("{field}.{}", name.replace('\0', "\\u0000"));
+            refuse_nul_str(name, &at)?;
+            refuse_nul(member, &at)
+        }),
+        Value::Null | Value::Bool(_) | Value::Number(_) => Ok(()),
+    }
+}
+
+/// Refuses a NUL character in `text`, naming `field`.
+pub fn refuse_nul_str(text: &str, field: &str) -> Result<()> {
+    if text.contains('\0') {
+        return Err(EngineError::validation(
+            field,
+            format!("{field}: text cannot contain the NUL character (U+0000)"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn field_of(r: Result<()>) -> Option<String> {
+        match r {
+            Err(EngineError::Validation { field, .. }) => field,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn names_the_member_holding_a_nul() {
+        refuse_nul(&json!({"a": ["x", {"b": "y"}], "n": 1, "t": true}), "inputs").unwrap();
+        assert_eq!(
+            field_of(refuse_nul(&json!({"a": ["x", {"b": "y\u{0}"}]}), "inputs")).as_deref(),
+            Some("inputs.a[1].b")
+        );
+        assert_eq!(
+            field_of(refuse_nul(&json!({"k\u{0}": 1}), "resumeValue")).as_deref(),
+            Some("resumeValue.k\\u0000")
+        );
+        assert_eq!(
+            field_of(refuse_nul(&json!("\u{0}"), "resumeValue")).as_deref(),
+            Some("resumeValue")
+        );
+    }
+}
