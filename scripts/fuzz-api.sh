@@ -11,6 +11,7 @@
 #   FUZZ_EXAMPLES   Schemathesis --max-examples per operation (default 60)
 #   FUZZ_SEED       Schemathesis --seed (default: random; printed)
 #   FUZZ_OUT        directory for the reports and the server log (default target/fuzz)
+#   FUZZ_DATABASE_URL  an empty PostgreSQL database to fuzz on (default: a fresh SQLite file)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,4 +39,5 @@ fi
 
 export PYTHONDONTWRITEBYTECODE=1
 exec "$venv/bin/python" scripts/fuzz_api.py --bin "$bin" --st "$venv/bin/st" \
-  --examples "${FUZZ_EXAMPLES:-60}" --out "${FUZZ_OUT:-target/fuzz}" ${FUZZ_SEED:+--seed "$FUZZ_SEED"}
+  --examples "${FUZZ_EXAMPLES:-60}" --out "${FUZZ_OUT:-target/fuzz}" ${FUZZ_SEED:+--seed "$FUZZ_SEED"} \
+  ${FUZZ_DATABASE_URL:+--database-url "$FUZZ_DATABASE_URL"}

@@ -31,8 +31,9 @@ TOKEN_SECRET = "fuzz-token-secret-0123456789abcdef0123"
 MIN_CASES = 2000
 
 
-def config_text(dir: Path) -> str:
+def config_text(dir: Path, database_url: str | None) -> str:
     workflows = ROOT / "workflows" / "conformance"
+    url = database_url or f"sqlite://{dir / 'fuzz.db'}"
     return f"""
 [server]
 bind = "127.0.0.1:0"
@@ -40,7 +41,7 @@ tenant = "{TENANT}"
 timer_interval_ms = 200
 
 [database]
-url = {json.dumps(f"sqlite://{dir / 'fuzz.db'}")}
+url = {json.dumps(url)}
 
 [workflows]
 dirs = [{json.dumps(str(workflows))}]
@@ -67,9 +68,9 @@ secret = "{TOKEN_SECRET}"
 class Server:
     """`tollgate serve` as a child process; its stdout and stderr go to a log file."""
 
-    def __init__(self, bin: str, dir: Path, log: Path):
+    def __init__(self, bin: str, dir: Path, log: Path, database_url: str | None):
         cfg = dir / "tollgate.toml"
-        cfg.write_text(config_text(dir))
+        cfg.write_text(config_text(dir, database_url))
         env = {k: v for k, v in os.environ.items() if not k.startswith("TOLLGATE")}
         env.update(RUST_LOG="warn", NO_COLOR="1", RUST_BACKTRACE="1")
         self.log = log
@@ -277,6 +278,7 @@ def main():
     ap.add_argument("--examples", type=int, default=60)
     ap.add_argument("--out", default="target/fuzz")
     ap.add_argument("--seed", type=int)
+    ap.add_argument("--database-url", help="an empty PostgreSQL database (default: a fresh SQLite file)")
     args = ap.parse_args()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -290,7 +292,7 @@ def main():
     home = out / "server"
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir()
-    server = Server(args.bin, home, log)
+    server = Server(args.bin, home, log, args.database_url)
     try:
         ids = seed(server)
         (out / "seed.json").write_text(json.dumps(ids, indent=2))
