@@ -294,7 +294,7 @@ impl<'a> Exec<'a> {
                 match delay {
                     Some(0) => self.complete(node_id, json!({ "delayedMs": 0 })),
                     Some(ms) => {
-                        let due = self.now.saturating_add(ms as i64);
+                        let due = after(self.now, ms);
                         let st = self.state_mut(node_id);
                         st.status = NodeStatus::Waiting;
                         st.due_at = Some(due);
@@ -517,7 +517,7 @@ impl<'a> Exec<'a> {
             .unwrap_or_else(|| "null".into());
         let contract_text = serde_json::to_string(&spec.contract.contract)?;
         let owner_subject = self.run.requester();
-        let deadline = spec.timeout_ms.map(|t| self.now.saturating_add(t as i64));
+        let deadline = spec.timeout_ms.map(|t| after(self.now, t));
         let interrupt_id = ids::new_tenant_bound(&self.run.tenant);
         self.changes.push(Change::Interrupt(Box::new(NewInterrupt {
             interrupt_id: interrupt_id.clone(),
@@ -1550,6 +1550,12 @@ pub(crate) fn timeout_resolution(interrupt: &InterruptRow) -> (Value, Value) {
     (resolved, failure)
 }
 
+/// The time `ms` after `now`: far waits end at the end of time, never
+/// wrap into the past (a definition stored before `MAX_WAIT_MS` may hold one).
+fn after(now: i64, ms: u64) -> i64 {
+    now.saturating_add(i64::try_from(ms).unwrap_or(i64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     //! The per-kind resolve rules on loaded rows: no database.
@@ -1580,6 +1586,13 @@ mod tests {
             requested_by: None,
             nodes_json: None,
         }
+    }
+
+    #[test]
+    fn far_waits_end_at_the_end_of_time() {
+        assert_eq!(after(1_000, 5), 1_005);
+        assert_eq!(after(1_000, i64::MAX as u64), i64::MAX);
+        assert_eq!(after(1_000, u64::MAX), i64::MAX);
     }
 
     /// The interrupt row `raise` stores for `node` of a one-node workflow, with earlier `votes`.

@@ -8,17 +8,34 @@ use serde_json::Value;
 /// Refuses a NUL character in any string or member name of `value`; the
 /// error names the member (`inputs.note`, `resumeValue.items[2]`).
 pub fn refuse_nul(value: &Value, field: &str) -> Result<()> {
+    // The common case (no NUL anywhere) builds no member paths.
+    if !has_nul(value) {
+        return Ok(());
+    }
+    name_nul(value, field)
+}
+
+fn has_nul(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(has_nul),
+        Value::Object(members) => members.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
+fn name_nul(value: &Value, field: &str) -> Result<()> {
     match value {
         Value::String(s) => refuse_nul_str(s, field),
         Value::Array(items) => items
             .iter()
             .enumerate()
-            .try_for_each(|(i, item)| refuse_nul(item, &format!("{field}[{i}]"))),
+            .try_for_each(|(i, item)| name_nul(item, &format!("{field}[{i}]"))),
         Value::Object(members) => members.iter().try_for_each(|(name, member)| {
             // The error names the member without repeating the NUL itself.
             let at = format!("{field}.{}", name.replace('\0', "\\u0000"));
             refuse_nul_str(name, &at)?;
-            refuse_nul(member, &at)
+            name_nul(member, &at)
         }),
         Value::Null | Value::Bool(_) | Value::Number(_) => Ok(()),
     }

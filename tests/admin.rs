@@ -332,6 +332,15 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
     };
     let saved = f.engine.save_principal(&admin("acme"), zed).await.unwrap();
     assert_eq!(saved.groups.len(), tollgate::engine::admin::MAX_MEMBERSHIPS);
+    // Adding one more, one at a time, is refused the same way.
+    match f
+        .engine
+        .set_membership(&admin("acme"), "zed", MembershipKind::Group, "one-more", true)
+        .await
+    {
+        Err(EngineError::Validation { field, .. }) => assert_eq!(field.as_deref(), Some("group")),
+        other => panic!("{other:?}"),
+    }
     // Someone of another tenant is not editable here.
     let steal = PrincipalEdit {
         id: "eve".into(),

@@ -68,6 +68,7 @@ fn main() -> anyhow::Result<()> {
             if password.is_empty() {
                 anyhow::bail!("give the password on stdin");
             }
+            tollgate::passwords::check_new(password)?;
             println!("{}", tollgate::passwords::hash(password)?);
             Ok(())
         }

@@ -211,6 +211,32 @@ fn edge_err(i: usize, member: &str, eid: &str, message: impl std::fmt::Display) 
     }
 }
 
+/// A definition offered for registration or validation: [`compile_with`]
+/// and the limits only new definitions must meet. A stored version is
+/// compiled as it was accepted, so a run goes on under it after an upgrade.
+pub fn compile_new(raw: Value, caps: &Capabilities) -> Result<Workflow> {
+    crate::text::refuse_nul(&raw, "definition")?;
+    let wf = compile_with(raw, caps)?;
+    for node in &wf.nodes {
+        let waits = match &node.behaviour {
+            NodeBehaviour::Delay { delay_ms } => [("delayMs", *delay_ms), ("timeoutMs", None)],
+            other => [
+                ("timeoutMs", other.interrupt().and_then(|s| s.timeout_ms)),
+                ("delayMs", None),
+            ],
+        };
+        for (name, ms) in waits {
+            if ms.is_some_and(|ms| ms > MAX_WAIT_MS) {
+                return Err(node_err(
+                    &node.id,
+                    format!("{name} must be at most {MAX_WAIT_MS} (ten years)"),
+                ));
+            }
+        }
+    }
+    Ok(wf)
+}
+
 /// [`compile_with`] under everything Tollgate can do.
 pub fn compile(raw: Value) -> Result<Workflow> {
     compile_with(raw, &Capabilities::ALL)
@@ -219,7 +245,6 @@ pub fn compile(raw: Value) -> Result<Workflow> {
 /// Parses and validates a workflow definition for an instance offering
 /// `caps`. Every error names the node or edge and what is wrong with it.
 pub fn compile_with(raw: Value, caps: &Capabilities) -> Result<Workflow> {
-    crate::text::refuse_nul(&raw, "definition")?;
     let obj = raw
         .as_object()
         .ok_or_else(|| err("a workflow definition must be a JSON object".into()))?;

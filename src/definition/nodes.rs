@@ -20,11 +20,12 @@ pub const NODE_TYPES: [&str; 6] = [
     "core.agentDecision",
 ];
 
-/// The escalation threshold when neither the run nor the node sets one (interrupt.md).
-/// The longest `timeoutMs` or `delayMs` accepted: ten years. A deadline is a
-/// millisecond timestamp, so without a bound a large wait would overflow it.
+/// The longest `timeoutMs` or `delayMs` a new definition or a bound input
+/// may ask for: ten years. (Deadlines are added with saturation, so a longer
+/// one stored before this bound still runs.)
 pub const MAX_WAIT_MS: u64 = 10 * 365 * 24 * 60 * 60 * 1000;
 
+/// The escalation threshold when neither the run nor the node sets one (interrupt.md).
 pub const DEFAULT_ESCALATION_THRESHOLD: f64 = 0.7;
 
 /// Approval members that decide who may decide and how: fixed at
@@ -63,7 +64,7 @@ pub(super) fn compile(
     match type_id {
         "core.noop" => Ok(plain(NodeBehaviour::Noop)),
         "core.delay" => {
-            let delay_ms = opt_wait_ms(node, config, "delayMs")?;
+            let delay_ms = opt_u64(node, config, "delayMs")?;
             if delay_ms.is_none() && !inputs.contains_key("delayMs") {
                 return Err(node_err(
                     node,
@@ -90,19 +91,8 @@ fn opt_u64(node: &str, config: &Value, name: &str) -> Result<Option<u64>> {
     }
 }
 
-/// A wait in milliseconds (`timeoutMs`, `delayMs`), at most [`MAX_WAIT_MS`].
-fn opt_wait_ms(node: &str, config: &Value, name: &str) -> Result<Option<u64>> {
-    match opt_u64(node, config, name)? {
-        Some(ms) if ms > MAX_WAIT_MS => Err(node_err(
-            node,
-            format!("{name} must be at most {MAX_WAIT_MS} (ten years)"),
-        )),
-        ms => Ok(ms),
-    }
-}
-
 fn timeout(node: &str, config: &Value) -> Result<Option<u64>> {
-    Ok(opt_wait_ms(node, config, "timeoutMs")?.filter(|&t| t > 0))
+    Ok(opt_u64(node, config, "timeoutMs")?.filter(|&t| t > 0))
 }
 
 /// Refuses bindings in approval rule members (checked before the rules are read).

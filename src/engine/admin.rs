@@ -489,6 +489,12 @@ impl Engine {
         };
         list.retain(|n| n != name.trim());
         if member {
+            if list.len() >= MAX_MEMBERSHIPS {
+                return Err(EngineError::validation(
+                    field,
+                    format!("{field}: at most {MAX_MEMBERSHIPS} per person"),
+                ));
+            }
             list.push(name.trim().to_string());
         }
         self.upsert_principal(p.clone()).await?;

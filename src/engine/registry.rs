@@ -40,7 +40,7 @@ impl Engine {
     /// definition: the instance operator's act (`[workflows] dirs`, tests,
     /// tools on the database). Tenants register theirs with [`Engine::put_tenant_workflow`].
     pub async fn register_workflow(&self, raw: Value) -> Result<WorkflowInfo> {
-        let wf = definition::compile_with(raw, &self.inner.capabilities)?;
+        let wf = definition::compile_new(raw, &self.inner.capabilities)?;
         self.store_workflow(INSTANCE, wf).await
     }
 
@@ -49,7 +49,7 @@ impl Engine {
     /// instance-wide definition with that id is read-only to tenants (403).
     pub async fn put_tenant_workflow(&self, actor: &Actor, raw: Value) -> Result<(WorkflowInfo, bool)> {
         actor.require(Scope::Admin)?;
-        let wf = definition::compile_with(raw, &self.inner.capabilities)?;
+        let wf = definition::compile_new(raw, &self.inner.capabilities)?;
         if self.current_of(INSTANCE, &wf.id).is_some() {
             return Err(EngineError::Forbidden(format!(
                 "workflow \"{}\" is instance-wide (loaded by the instance operator from [workflows] dirs) and read-only to tenants; register yours under another id",
@@ -266,7 +266,7 @@ impl Engine {
 
     /// Validates a definition without registering it (the CLI's `workflow validate`).
     pub fn validate_workflow(raw: Value) -> Result<Workflow> {
-        definition::compile(raw)
+        definition::compile_new(raw, &definition::Capabilities::ALL)
     }
 }
 

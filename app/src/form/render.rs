@@ -403,10 +403,39 @@ fn array(
     read_only: bool,
     around: &Around,
 ) -> AnyView {
-    let n = row_count(ctx.values, path, min).min(ctx.rows_left.get());
+    let all = row_count(ctx.values, path, min);
+    let n = all.min(ctx.rows_left.get());
     ctx.rows_left.set(ctx.rows_left.get() - n);
+    // Rows past the form's budget are not drawn, but nothing is lost: their
+    // values ride along hidden, the count stays, and reading the form
+    // refuses it until rows are removed.
+    let (over, carried) = if n < all {
+        let prefix = format!("{path}.");
+        let undrawn = |key: &str| {
+            key.strip_prefix(&prefix)
+                .and_then(|rest| rest.split('.').next())
+                .and_then(|row| row.parse::<usize>().ok())
+                .is_some_and(|row| row >= n)
+        };
+        let mut carried: Vec<(&String, &String)> = ctx.values.iter().filter(|(k, _)| undrawn(k)).collect();
+        carried.sort();
+        let hidden = carried
+            .into_iter()
+            .map(|(k, v)| view! { <input type="hidden" name=k.clone() value=v.clone() /> })
+            .collect_view();
+        let note = view! {
+            <p role="alert" class=ERROR_CLASS>
+                {format!(
+                    "Only the first {n} of {all} rows are shown: this form holds at most {MAX_FORM_ROWS} rows in all its lists. Remove rows to submit it."
+                )}
+            </p>
+        };
+        (Some(note), Some(hidden))
+    } else {
+        (None, None)
+    };
     let can_remove = !read_only && min.is_none_or(|m| n as u64 > m);
-    let can_add = !read_only && max.is_none_or(|m| (n as u64) < m);
+    let can_add = !read_only && n == all && max.is_none_or(|m| (n as u64) < m);
     let rows: Vec<AnyView> = (0..n)
         .map(|i| {
             let row_path = join(path, &i.to_string());
@@ -470,9 +499,11 @@ fn array(
             </legend>
             {around.desc_view()}
             {around.error_view()}
-            <input type="hidden" name=path.to_string() value=n.to_string() />
+            <input type="hidden" name=path.to_string() value=all.to_string() />
+            {over}
             {empty}
             {rows}
+            {carried}
             {add}
         </fieldset>
     }
@@ -711,9 +742,24 @@ mod render_tests {
         for i in 0..1000 {
             values.insert(format!("contacts.{i}.phones"), "1000".into());
         }
+        values.insert("contacts.999.phones.3".into(), "kept".into());
         let html = render(tree, values, HashMap::new());
         let rows = html.matches("data-row=").count();
         assert_eq!(rows, MAX_FORM_ROWS, "rows drawn");
+        // What is not drawn is carried, and the person is told.
+        assert!(
+            html.contains(r#"name="contacts.999.phones" value="1000""#),
+            "counts kept"
+        );
+        assert!(
+            html.contains(r#"name="contacts.999.phones.3" value="kept""#),
+            "values carried"
+        );
+        assert!(
+            html.contains("Only the first 0 of 1000 rows are shown"),
+            "{}",
+            &html[..400]
+        );
     }
 
     #[test]

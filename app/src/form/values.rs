@@ -25,8 +25,8 @@ pub const REMOVE_ROW: &str = "_remove";
 const MAX_ROWS: usize = 1000;
 /// Rows a whole form holds over all its lists, read or drawn: a list inside
 /// a list multiplies, so a few declared row counts could otherwise ask for
-/// millions.
-pub const MAX_FORM_ROWS: usize = 1000;
+/// millions. Two full lists fit.
+pub const MAX_FORM_ROWS: usize = 2 * MAX_ROWS;
 
 /// A submitted value that could not be turned into JSON, named by its form path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -610,8 +610,8 @@ mod tests {
         }
         let errors = form_to_json(&tree, &fields).unwrap_err();
         assert_eq!(errors.len(), 1, "{errors:?}");
-        assert_eq!(errors[0].path, "contacts.0.phones");
-        assert!(errors[0].message.contains("at most 1000 rows"), "{errors:?}");
+        assert_eq!(errors[0].path, "contacts.1.phones");
+        assert!(errors[0].message.contains("at most 2000 rows"), "{errors:?}");
         // A full budget is read.
         let mut fields = vec![("contacts".to_string(), "10".to_string())];
         for i in 0..10 {
