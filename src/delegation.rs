@@ -106,20 +106,7 @@ pub fn check_window(starts_at: Millis, ends_at: Millis, now: Millis) -> Result<(
 
 /// A reason, trimmed; empty is none.
 pub fn check_reason(reason: Option<String>) -> Result<Option<String>> {
-    let reason = reason.map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
-    if reason
-        .as_ref()
-        .is_some_and(|r| r.chars().count() > REASON_MAX_CHARS)
-    {
-        return Err(EngineError::validation(
-            "reason",
-            format!("reason: at most {REASON_MAX_CHARS} characters"),
-        ));
-    }
-    if let Some(r) = &reason {
-        crate::text::refuse_nul_str(r, "reason")?;
-    }
-    Ok(reason)
+    crate::text::optional_text(reason, "reason", REASON_MAX_CHARS)
 }
 
 #[cfg(test)]

@@ -41,6 +41,22 @@ fn name_nul(value: &Value, field: &str) -> Result<()> {
     }
 }
 
+/// An optional free text (a label, a reason): trimmed, empty is none, at
+/// most `max_chars` characters and no NUL; refusals name `field`.
+pub fn optional_text(text: Option<String>, field: &str, max_chars: usize) -> Result<Option<String>> {
+    let text = text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+    if let Some(t) = &text {
+        if t.chars().count() > max_chars {
+            return Err(EngineError::validation(
+                field,
+                format!("{field}: at most {max_chars} characters"),
+            ));
+        }
+        refuse_nul_str(t, field)?;
+    }
+    Ok(text)
+}
+
 /// Refuses a NUL character in `text`, naming `field`.
 pub fn refuse_nul_str(text: &str, field: &str) -> Result<()> {
     if text.contains('\0') {

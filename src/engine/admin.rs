@@ -566,19 +566,7 @@ impl Engine {
         if scopes.is_empty() {
             return Err(EngineError::validation("scopes", "choose at least one scope"));
         }
-        let label = label.map(|l| l.trim().to_string()).filter(|l| !l.is_empty());
-        if label
-            .as_ref()
-            .is_some_and(|l| l.chars().count() > MAX_LABEL_CHARS)
-        {
-            return Err(EngineError::validation(
-                "label",
-                format!("label: at most {MAX_LABEL_CHARS} characters"),
-            ));
-        }
-        if let Some(l) = &label {
-            crate::text::refuse_nul_str(l, "label")?;
-        }
+        let label = crate::text::optional_text(label, "label", MAX_LABEL_CHARS)?;
         let key = auth::generate_key();
         self.put_api_key(&key, principal_id, &scopes, label).await?;
         Ok(NewApiKey {
