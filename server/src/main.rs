@@ -13,6 +13,7 @@ mod live;
 mod mailer;
 mod published;
 mod server;
+mod server_fns;
 mod session;
 mod state;
 

@@ -140,6 +140,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
             tollgate_app::shell,
         ))
+        .layer(axum::middleware::from_fn(crate::server_fns::args_status))
         .layer(axum::middleware::from_fn_with_state(console, to_console))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -238,4 +238,20 @@ async fn console_server_functions_answer_refusals_with_their_status() {
         assert_eq!(status, 403, "{path}: {body}");
         assert!(body.contains("please sign in"), "{path}: {body}");
     }
+    // Arguments that do not decode are the caller's error too: 400.
+    for args in ["query[page]=-1", "query[page]=x", ""] {
+        let r = server
+            .client
+            .post(server.url(tollgate_app::api::LoadInbox::PATH))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("sec-fetch-site", "same-origin")
+            .body(args)
+            .send()
+            .await
+            .expect("post");
+        let status = r.status().as_u16();
+        let body = r.text().await.unwrap();
+        assert_eq!(status, 400, "{args:?}: {body}");
+        assert!(body.starts_with("Args|"), "{args:?}: {body}");
+    }
 }

@@ -1,0 +1,31 @@
+//! The console's server functions (`/api/…`) answer arguments they cannot
+//! decode with 400, like every other route: server_fn answers them 500
+//! (`Args|…`) before the function runs. Refusals from the functions
+//! themselves carry their status already (`tollgate_app::api::fail`).
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+/// How server_fn prefixes an error from decoding a call's arguments.
+const ARGS_ERROR: &[u8] = b"Args|";
+/// An error body longer than this is passed on as it is.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+pub async fn args_status(req: Request, next: Next) -> Response {
+    let is_server_fn = req.uri().path().starts_with("/api/");
+    let res = next.run(req).await;
+    if !is_server_fn || res.status() != StatusCode::INTERNAL_SERVER_ERROR {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, ERROR_BODY_LIMIT).await else {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "error body too large").into_response();
+    };
+    if bytes.starts_with(ARGS_ERROR) {
+        parts.status = StatusCode::BAD_REQUEST;
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}
