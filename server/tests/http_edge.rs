@@ -219,38 +219,30 @@ async fn bulk_decisions_refuse_cross_site_posts() {
 async fn console_server_functions_answer_refusals_with_their_status() {
     use leptos::server_fn::ServerFn;
     let (server, _dir) = Server::start_fresh().await;
+    let call = |path: &'static str, args: &'static str| {
+        let req = server
+            .client
+            .post(server.url(path))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("sec-fetch-site", "same-origin")
+            .body(args);
+        async move {
+            let r = req.send().await.expect("post");
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
     for (path, args) in [
         (tollgate_app::api::LoadInbox::PATH, "query[page]=1"),
         (tollgate_app::delegations::LoadDelegations::PATH, ""),
         (tollgate_app::admin::api::LoadAdminOverview::PATH, ""),
     ] {
-        let r = server
-            .client
-            .post(server.url(path))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .header("sec-fetch-site", "same-origin")
-            .body(args)
-            .send()
-            .await
-            .expect("post");
-        let status = r.status().as_u16();
-        let body = r.text().await.unwrap();
+        let (status, body) = call(path, args).await;
         assert_eq!(status, 403, "{path}: {body}");
         assert!(body.contains("please sign in"), "{path}: {body}");
     }
     // Arguments that do not decode are the caller's error too: 400.
     for args in ["query[page]=-1", "query[page]=x", ""] {
-        let r = server
-            .client
-            .post(server.url(tollgate_app::api::LoadInbox::PATH))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .header("sec-fetch-site", "same-origin")
-            .body(args)
-            .send()
-            .await
-            .expect("post");
-        let status = r.status().as_u16();
-        let body = r.text().await.unwrap();
+        let (status, body) = call(tollgate_app::api::LoadInbox::PATH, args).await;
         assert_eq!(status, 400, "{args:?}: {body}");
         assert!(body.starts_with("Args|"), "{args:?}: {body}");
     }
