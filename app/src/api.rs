@@ -337,11 +337,10 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
     // result or makes the live stream send an event on connect.
     let changes = engine.change_count();
     // A refused filter (a search too long, an unknown `due`) answers with its status.
-    let refused = fail;
     let filter = InboxFilter {
-        kind: tollgate::error::parse_param("kind", query.kind.as_deref()).map_err(refused)?,
+        kind: tollgate::error::parse_param("kind", query.kind.as_deref()).map_err(fail)?,
         workflow_id: query.workflow.filter(|s| !s.is_empty()),
-        due: InboxDue::parse_param(query.due.as_deref()).map_err(refused)?,
+        due: InboxDue::parse_param(query.due.as_deref()).map_err(fail)?,
         search: query.q,
         sort: InboxSort::parse(query.sort.as_deref().unwrap_or("")),
         page: query.page,
@@ -350,7 +349,7 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
     let page = engine
         .pending_for(&actor.principal, &filter)
         .await
-        .map_err(refused)?;
+        .map_err(fail)?;
     let bulk = use_context::<http::request::Parts>()
         .and_then(|p| p.extensions.get::<BulkDone>().map(|b| b.0.clone()));
     Ok(InboxData {
@@ -384,12 +383,11 @@ pub async fn load_interrupt(run: String, node: String) -> Result<InterruptData, 
     let engine = expect_context::<tollgate::Engine>();
     let actor = require_actor()?;
     // A page that cannot be shown answers with its status (another tenant's run: 403).
-    let refused = fail;
-    let run_id = tollgate::ids::parse_run_id(&run).map_err(refused)?;
+    let run_id = tollgate::ids::parse_run_id(&run).map_err(fail)?;
     let view = engine
         .inspect_interrupt(&run_id, &node, &actor)
         .await
-        .map_err(refused)?;
+        .map_err(fail)?;
     let url = format!(
         "/runs/{}/interrupts/{}",
         tollgate::ids::encode_path_id(&run_id),

@@ -218,20 +218,18 @@ pub fn compile_new(raw: Value, caps: &Capabilities) -> Result<Workflow> {
     crate::text::refuse_nul(&raw, "definition")?;
     let wf = compile_with(raw, caps)?;
     for node in &wf.nodes {
-        let waits = match &node.behaviour {
-            NodeBehaviour::Delay { delay_ms } => [("delayMs", *delay_ms), ("timeoutMs", None)],
-            other => [
-                ("timeoutMs", other.interrupt().and_then(|s| s.timeout_ms)),
-                ("delayMs", None),
-            ],
+        let wait = match &node.behaviour {
+            NodeBehaviour::Delay { delay_ms } => delay_ms.map(|ms| ("delayMs", ms)),
+            other => other
+                .interrupt()
+                .and_then(|s| s.timeout_ms)
+                .map(|ms| ("timeoutMs", ms)),
         };
-        for (name, ms) in waits {
-            if ms.is_some_and(|ms| ms > MAX_WAIT_MS) {
-                return Err(node_err(
-                    &node.id,
-                    format!("{name} must be at most {MAX_WAIT_MS} (ten years)"),
-                ));
-            }
+        if let Some((name, _)) = wait.filter(|&(_, ms)| ms > MAX_WAIT_MS) {
+            return Err(node_err(
+                &node.id,
+                format!("{name} must be at most {MAX_WAIT_MS} (ten years)"),
+            ));
         }
     }
     Ok(wf)

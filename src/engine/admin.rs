@@ -128,6 +128,11 @@ fn check_name(field: &str, value: &str) -> Result<()> {
     }
 }
 
+/// A person's `field` (groups or roles) past [`MAX_MEMBERSHIPS`].
+fn too_many_memberships(field: &str) -> EngineError {
+    EngineError::validation(field, format!("{field}: at most {MAX_MEMBERSHIPS} per person"))
+}
+
 fn check_email(email: &str) -> Result<()> {
     let valid = email
         .split_once('@')
@@ -437,10 +442,7 @@ impl Engine {
                     out.push(item.to_string());
                 }
                 if out.len() > MAX_MEMBERSHIPS {
-                    return Err(EngineError::validation(
-                        field,
-                        format!("{field}: at most {MAX_MEMBERSHIPS} per person"),
-                    ));
+                    return Err(too_many_memberships(field));
                 }
             }
             Ok(out)
@@ -490,10 +492,7 @@ impl Engine {
         list.retain(|n| n != name.trim());
         if member {
             if list.len() >= MAX_MEMBERSHIPS {
-                return Err(EngineError::validation(
-                    field,
-                    format!("{field}: at most {MAX_MEMBERSHIPS} per person"),
-                ));
+                return Err(too_many_memberships(field));
             }
             list.push(name.trim().to_string());
         }

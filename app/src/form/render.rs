@@ -3,7 +3,7 @@
 //! `<form method="post">`), [`SchemaView`] draws a payload read-only.
 
 use super::dates::datetime_to_input;
-use super::values::{join, option_value, row_count, FormValues, ADD_ROW, MAX_FORM_ROWS, REMOVE_ROW};
+use super::values::{join, option_value, row_count, row_of, FormValues, ADD_ROW, MAX_FORM_ROWS, REMOVE_ROW};
 use leptos::prelude::*;
 use serde_json::Value;
 use std::cell::Cell;
@@ -411,13 +411,11 @@ fn array(
     // refuses it until rows are removed.
     let (over, carried) = if n < all {
         let prefix = format!("{path}.");
-        let undrawn = |key: &str| {
-            key.strip_prefix(&prefix)
-                .and_then(|rest| rest.split('.').next())
-                .and_then(|row| row.parse::<usize>().ok())
-                .is_some_and(|row| row >= n)
-        };
-        let mut carried: Vec<(&String, &String)> = ctx.values.iter().filter(|(k, _)| undrawn(k)).collect();
+        let mut carried: Vec<(&String, &String)> = ctx
+            .values
+            .iter()
+            .filter(|(k, _)| row_of(k, &prefix).is_some_and(|row| row >= n))
+            .collect();
         carried.sort();
         let hidden = carried
             .into_iter()

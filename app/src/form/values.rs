@@ -252,17 +252,17 @@ fn submitted_rows(values: &FormValues, path: &str) -> BTreeSet<usize> {
         .min(MAX_ROWS);
     let mut rows: BTreeSet<usize> = (0..declared).collect();
     let prefix = format!("{path}.");
-    for key in values.keys() {
-        if let Some(rest) = key.strip_prefix(&prefix) {
-            let seg = rest.split('.').next().unwrap_or_default();
-            if let Ok(i) = seg.parse::<usize>() {
-                if i < MAX_ROWS && seg == i.to_string() {
-                    rows.insert(i);
-                }
-            }
-        }
-    }
+    rows.extend(values.keys().filter_map(|key| row_of(key, &prefix)));
     rows
+}
+
+/// The row of the list whose inputs start with `prefix` (`contacts.`) that
+/// `key` belongs to (`contacts.2.email` → 2), if any and below [`MAX_ROWS`].
+pub(crate) fn row_of(key: &str, prefix: &str) -> Option<usize> {
+    let seg = key.strip_prefix(prefix)?.split('.').next()?;
+    seg.parse::<usize>()
+        .ok()
+        .filter(|&i| i < MAX_ROWS && seg == i.to_string())
 }
 
 /// How many rows to draw for the array at `path`: enough for every row in
