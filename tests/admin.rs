@@ -341,6 +341,15 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
         Err(EngineError::Validation { field, .. }) => assert_eq!(field.as_deref(), Some("group")),
         other => panic!("{other:?}"),
     }
+    // The operator's paths (CLI `user add`, configured principals) write the
+    // directory directly and meet the same bound.
+    let mut direct = f.engine.principal("zed").await.unwrap().unwrap();
+    direct.roles = many.clone();
+    match f.engine.upsert_principal(direct).await {
+        Err(EngineError::Validation { field, .. }) => assert_eq!(field.as_deref(), Some("roles")),
+        other => panic!("{other:?}"),
+    }
+    assert!(f.engine.principal("zed").await.unwrap().unwrap().roles.is_empty());
     // Someone of another tenant is not editable here.
     let steal = PrincipalEdit {
         id: "eve".into(),

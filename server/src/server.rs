@@ -226,7 +226,8 @@ async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
                 roles: p.roles.clone(),
                 is_override: p.r#override,
             })
-            .await?;
+            .await
+            .map_err(|e| anyhow::anyhow!("principals {}: {e}", p.id))?;
         if let Some(phc) = &p.password_hash {
             engine
                 .set_password_hash(&p.id, Some(phc))

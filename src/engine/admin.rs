@@ -133,6 +133,16 @@ fn too_many_memberships(field: &str) -> EngineError {
     EngineError::validation(field, format!("{field}: at most {MAX_MEMBERSHIPS} per person"))
 }
 
+/// The membership bound for every directory write (dashboard, CLI, configuration).
+pub(crate) fn check_memberships(p: &Principal) -> Result<()> {
+    for (field, list) in [("groups", &p.groups), ("roles", &p.roles)] {
+        if list.len() > MAX_MEMBERSHIPS {
+            return Err(too_many_memberships(field));
+        }
+    }
+    Ok(())
+}
+
 fn check_email(email: &str) -> Result<()> {
     let valid = email
         .split_once('@')

@@ -7,6 +7,7 @@ impl Engine {
     pub async fn upsert_principal(&self, p: Principal) -> Result<()> {
         // Every directory write comes through here: configuration, CLI, dashboard.
         ids::check_tenant_id("tenant", &p.tenant)?;
+        super::admin::check_memberships(&p)?;
         self.inner.principals.write().expect("lock").remove(&p.id);
         let id = p.id.clone();
         let notice = self.peer_message(peers::Change::Principal(id.clone()));
