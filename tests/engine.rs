@@ -2069,6 +2069,82 @@ async fn pending_for_pages_and_eligibility() {
     );
 }
 
+/// Deadline order: soonest deadline first, then those without a deadline,
+/// oldest first; pages cut across the two ranges (each read on its own index).
+#[tokio::test]
+async fn deadline_order_pages_over_dated_then_undated() {
+    use tollgate::engine::inbox::{InboxDue, InboxFilter, InboxSort};
+    let f = fixture().await;
+    let e = &f.engine;
+    for (id, timeout) in [
+        ("dl-short", Some(10_000)),
+        ("dl-long", Some(100_000)),
+        ("dl-none", None),
+    ] {
+        let mut config =
+            json!({"title": id, "actions": ["accept", "reject"], "approverGroupRefs": ["finance"]});
+        if let Some(ms) = timeout {
+            config["timeoutMs"] = json!(ms);
+        }
+        register(e, json!({"id": id, "nodes": [gate("gate", config)]})).await;
+    }
+    // Interleaved: creation order is neither deadline order nor grouped.
+    let mut expected: Vec<(i64, i64, tollgate::RunId)> = Vec::new();
+    for i in 0..120i64 {
+        let (workflow, deadline) = match i % 4 {
+            0 => ("dl-short", 10_000),
+            1 => ("dl-long", 100_000),
+            _ => ("dl-none", i64::MAX),
+        };
+        let run = start(e, workflow, json!({})).await;
+        // Undated rows sort after every dated one, by age.
+        expected.push((
+            if deadline == i64::MAX {
+                i64::MAX
+            } else {
+                i + deadline
+            },
+            i,
+            run,
+        ));
+        f.clock.advance(1);
+    }
+    expected.sort();
+    let ann = e.principal("ann").await.unwrap().unwrap();
+    let mut seen = Vec::new();
+    for page in 1..=3 {
+        let filter = InboxFilter {
+            sort: InboxSort::Deadline,
+            page,
+            ..Default::default()
+        };
+        let got = e.pending_for(&ann, &filter).await.unwrap();
+        assert_eq!((got.total, got.pages, got.page), (120, 3, page));
+        seen.extend(got.items.into_iter().map(|item| item.run_id));
+    }
+    let want: Vec<String> = expected.iter().map(|(_, _, run)| run.to_string()).collect();
+    assert_eq!(seen, want, "60 dated by deadline, then 60 undated by age");
+    // Narrowed: without a deadline only (oldest first), and a deadline window only.
+    let never = InboxFilter {
+        sort: InboxSort::Deadline,
+        due: Some(InboxDue::Never),
+        page: 2,
+        ..Default::default()
+    };
+    let got = e.pending_for(&ann, &never).await.unwrap();
+    assert_eq!((got.total, got.items.len()), (60, 10));
+    assert_eq!(got.items.last().map(|i| &i.run_id), want.last());
+    let day = InboxFilter {
+        sort: InboxSort::Deadline,
+        due: Some(InboxDue::Day),
+        ..Default::default()
+    };
+    let got = e.pending_for(&ann, &day).await.unwrap();
+    assert_eq!(got.total, 60);
+    let dated: Vec<_> = got.items.into_iter().map(|item| item.run_id).collect();
+    assert_eq!(dated, want[..50].to_vec());
+}
+
 fn principal_in(id: &str, tenant: &str, groups: &[&str], email: Option<&str>) -> Principal {
     Principal {
         id: id.into(),

@@ -250,6 +250,14 @@ pub(crate) struct PageQuery<'a> {
     pub offset: i64,
 }
 
+/// A range of the inbox read in one order: the rows `only` (`AND …`) keeps,
+/// in `order`, on `index` (named to SQLite).
+struct Part {
+    only: &'static str,
+    order: &'static str,
+    index: &'static str,
+}
+
 impl Store {
     /// A tenant's rule groups with pending interrupts, each split by whether
     /// `me` started the run: the counts kept with every write, and `me`'s
@@ -368,6 +376,18 @@ impl Store {
         me: &str,
         narrow: &Narrow,
     ) -> Result<i64> {
+        self.count_part(admitted, tenant, me, narrow, "").await
+    }
+
+    /// [`Store::inbox_narrowed_count`] of the rows `part` (`AND …`) keeps.
+    async fn count_part(
+        &self,
+        admitted: &[Admitted],
+        tenant: &str,
+        me: &str,
+        narrow: &Narrow,
+        part: &str,
+    ) -> Result<i64> {
         if admitted.is_empty() {
             return Ok(0);
         }
@@ -375,7 +395,7 @@ impl Store {
         let (filter, binds) = self.admitted_filter(admitted, me);
         let sql = self
             .q(&format!(
-                "SELECT COUNT(*) FROM interrupts i WHERE {filter}{}",
+                "SELECT COUNT(*) FROM interrupts i WHERE {filter}{}{part}",
                 narrow.sql()
             ))
             .into_owned();
@@ -396,33 +416,89 @@ impl Store {
         if admitted.is_empty() {
             return Ok(vec![]);
         }
+        // Each order reads an index that serves it (migrations 0011 and
+        // 0021, postgres/0002 and 0009).
+        let all = Part {
+            only: "",
+            order: "i.created_at DESC, i.interrupt_id",
+            index: "interrupts_inbox",
+        };
+        match page.sort {
+            InboxSort::Newest => {
+                self.page_part(admitted, page, &all, page.limit, page.offset)
+                    .await
+            }
+            InboxSort::Oldest => {
+                let oldest = Part {
+                    order: "i.created_at ASC, i.interrupt_id",
+                    ..all
+                };
+                self.page_part(admitted, page, &oldest, page.limit, page.offset)
+                    .await
+            }
+            // Soonest deadline first, those without one last (oldest first):
+            // two ranges, since only interrupts with a deadline are indexed by it.
+            InboxSort::Deadline => {
+                let dated = Part {
+                    only: " AND i.deadline_at IS NOT NULL",
+                    order: "i.deadline_at, i.created_at, i.interrupt_id",
+                    index: "interrupts_deadline",
+                };
+                let undated = Part {
+                    only: " AND i.deadline_at IS NULL",
+                    order: "i.created_at ASC, i.interrupt_id",
+                    index: "interrupts_inbox",
+                };
+                let narrow = page.narrow;
+                let mut rows = if narrow.no_deadline {
+                    vec![]
+                } else {
+                    self.page_part(admitted, page, &dated, page.limit, page.offset)
+                        .await?
+                };
+                let room = page.limit - rows.len() as i64;
+                if room == 0 || narrow.deadline_after.is_some() || narrow.deadline_by.is_some() {
+                    return Ok(rows);
+                }
+                // Where the undated range starts: past the dated rows before this page.
+                let dated_total = if !rows.is_empty() {
+                    page.offset + rows.len() as i64
+                } else if narrow.no_deadline || page.offset == 0 {
+                    0
+                } else {
+                    self.count_part(admitted, page.tenant, page.me, narrow, dated.only)
+                        .await?
+                };
+                let offset = (page.offset - dated_total).max(0);
+                rows.extend(self.page_part(admitted, page, &undated, room, offset).await?);
+                Ok(rows)
+            }
+        }
+    }
+
+    /// Rows of one [`Part`] of the inbox, `limit` from `offset`.
+    async fn page_part(
+        &self,
+        admitted: &[Admitted],
+        page: &PageQuery<'_>,
+        part: &Part,
+        limit: i64,
+        offset: i64,
+    ) -> Result<Vec<(PendingRow, String)>> {
         let range = TenantRange::of(page.tenant);
         let (filter, binds) = self.admitted_filter(admitted, page.me);
         let narrow = page.narrow.sql();
-        // Each order has an index that serves it (migrations 0011 and
-        // postgres/0002); SQLite is told which, PostgreSQL chooses by statistics.
-        let (order, index) = match (page.sort, self.dialect()) {
-            (InboxSort::Newest, _) => ("i.created_at DESC, i.interrupt_id", "interrupts_inbox"),
-            (InboxSort::Oldest, _) => ("i.created_at ASC, i.interrupt_id", "interrupts_inbox"),
-            // Without a deadline last: the same order, spelled as each index sorts.
-            (InboxSort::Deadline, Dialect::Sqlite) => (
-                "i.deadline_at IS NULL, i.deadline_at, i.created_at, i.interrupt_id",
-                "interrupts_inbox_deadline",
-            ),
-            (InboxSort::Deadline, Dialect::Postgres) => (
-                "i.deadline_at ASC NULLS LAST, i.created_at, i.interrupt_id",
-                "interrupts_inbox_deadline",
-            ),
-        };
+        // SQLite is told the index; PostgreSQL chooses by statistics.
         let hint = match self.dialect() {
-            Dialect::Sqlite => format!("INDEXED BY {index}"),
+            Dialect::Sqlite => format!("INDEXED BY {}", part.index),
             Dialect::Postgres => String::new(),
         };
+        let (only, order) = (part.only, part.order);
         let sql = self
             .q(&format!(
                 "SELECT i.interrupt_id, i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.eligibility, \
                  i.created_at, i.deadline_at, i.inbox_group, i.owner_subject FROM interrupts i {hint} \
-                 WHERE {filter}{narrow} ORDER BY {order} LIMIT ? OFFSET ?"
+                 WHERE {filter}{narrow}{only} ORDER BY {order} LIMIT ? OFFSET ?"
             ))
             .into_owned();
         let mut q = sqlx::query_as::<_, PendingRowOf>(&sql);
@@ -431,7 +507,7 @@ impl Store {
         }
         q = q.bind(&range.from).bind(&range.to);
         q = page.narrow.bind(q);
-        let rows = q.bind(page.limit).bind(page.offset).fetch_all(&self.read).await?;
+        let rows = q.bind(limit).bind(offset).fetch_all(&self.read).await?;
         rows.into_iter()
             .map(|r| {
                 let mine = i64::from(r.owner_subject == page.me);
