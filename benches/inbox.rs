@@ -70,6 +70,12 @@ fn inbox(c: &mut Criterion) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
+    // Pending for the person without a deadline, besides `pending` with one:
+    // the deadline order's last pages then read the undated range.
+    let undated: usize = std::env::var("INBOX_UNDATED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -103,6 +109,14 @@ fn inbox(c: &mut Criterion) {
                 .await
                 .unwrap();
         }
+        engine
+            .register_workflow(
+                json!({"id": "inbox-undated", "nodes": [{"id": "gate", "typeId": "core.approvalGate",
+                "config": {"title": "Approve inbox-undated", "actions": ["accept", "reject"],
+                           "approverGroupRefs": ["finance"], "requiredApprovals": 1}}]}),
+            )
+            .await
+            .unwrap();
         let actor = Actor::operator(owner);
         let t = Instant::now();
         let mut last = String::new();
@@ -125,15 +139,28 @@ fn inbox(c: &mut Criterion) {
                 .unwrap();
             last = run.run_id.into_string();
         }
-        eprintln!("setup: {} runs in {:.1?}", pending * 2, t.elapsed());
+        for _ in 0..undated {
+            let req = CreateRun {
+                workflow_id: "inbox-undated".into(),
+                ..Default::default()
+            };
+            engine
+                .create_run(req, &actor, None)
+                .await
+                .unwrap()
+                .result
+                .unwrap();
+        }
+        eprintln!("setup: {} runs in {:.1?}", pending * 2 + undated, t.elapsed());
         fill(&url, &last, stored).await;
         (engine, ann, last)
     });
     let first = rt
         .block_on(engine.pending_for(&ann, &InboxFilter::default()))
         .unwrap();
-    assert_eq!(first.total, pending);
-    assert_eq!(first.items.len(), 50.min(pending));
+    assert_eq!(first.total, pending + undated);
+    assert_eq!(first.items.len(), 50.min(pending + undated));
+    let last_page = (pending + undated).div_ceil(50).max(1);
 
     let mut g = c.benchmark_group(format!("inbox_{pending}"));
     g.sample_size(20).measurement_time(Duration::from_secs(8));
@@ -151,6 +178,15 @@ fn inbox(c: &mut Criterion) {
             "page1_deadline",
             InboxFilter {
                 sort: InboxSort::Deadline,
+                ..Default::default()
+            },
+        ),
+        // Past the dated rows when INBOX_UNDATED is set.
+        (
+            "last_page_deadline",
+            InboxFilter {
+                sort: InboxSort::Deadline,
+                page: last_page,
                 ..Default::default()
             },
         ),
