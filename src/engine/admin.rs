@@ -451,9 +451,6 @@ impl Engine {
                 if seen.insert(item) {
                     out.push(item.to_string());
                 }
-                if out.len() > MAX_MEMBERSHIPS {
-                    return Err(too_many_memberships(field));
-                }
             }
             Ok(out)
         };
