@@ -20,7 +20,7 @@ pub(crate) use crate::store::rows::{
     latest_interrupt_for_update, load_directory, load_run_for_update, pending_interrupt_for_update,
     InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS,
 };
-use crate::store::rows::{node_rows, NodeRow};
+use crate::store::rows::{node_document, node_rows, NodeDocument, NodeRow};
 use crate::store::WriteConn;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -41,7 +41,6 @@ struct NodeState {
     /// The run status while this node is suspended.
     waiting: Option<RunStatus>,
     dirty: bool,
-    stored: bool,
 }
 
 impl NodeState {
@@ -119,7 +118,7 @@ fn run_escalation_threshold(run: &RunRow) -> Option<f64> {
 impl<'a> Exec<'a> {
     /// Loads a run's scheduler state.
     pub fn load(conn: &'a WriteConn<'a>, wf: &'a Workflow, run: RunRow, now: Millis) -> Result<Exec<'a>> {
-        let rows = node_rows(conn, &run)?;
+        let rows = node_rows(&run)?;
         let mut nodes = HashMap::with_capacity(wf.nodes.len());
         for r in rows {
             nodes.insert(
@@ -137,7 +136,6 @@ impl<'a> Exec<'a> {
                     due_at: r.due_at,
                     waiting: r.waiting,
                     dirty: false,
-                    stored: true,
                 },
             );
         }
@@ -1175,6 +1173,28 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
+    /// Every node's state, in node order, as the run's row stores them.
+    fn node_document(&self) -> Result<NodeDocument> {
+        let mut ids: Vec<&NodeId> = self.nodes.keys().collect();
+        ids.sort();
+        let rows = ids
+            .into_iter()
+            .map(|node_id| {
+                let st = &self.nodes[node_id];
+                Ok(NodeRow {
+                    node_id: node_id.clone(),
+                    status: st.status,
+                    visits: st.visits,
+                    output: st.output.as_ref().map(json_text),
+                    pending_in: serde_json::to_string(&st.pending_in)?,
+                    due_at: st.due_at,
+                    waiting: st.waiting,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        node_document(&rows)
+    }
+
     /// Settles the run and writes the projections. Call once at the end of a command.
     pub fn finish(mut self) -> Result<RunRow> {
         self.settle()?;
@@ -1186,23 +1206,12 @@ impl<'a> Exec<'a> {
             events: std::mem::take(&mut self.pending_events),
             at: self.now,
         });
-        let mut dirty: Vec<(&NodeId, &NodeState)> = self.nodes.iter().filter(|(_, s)| s.dirty).collect();
-        dirty.sort_by(|a, b| a.0.cmp(b.0));
-        for (node_id, st) in dirty {
-            changes.push(Change::Node {
-                run_id: self.run.run_id.clone(),
-                row: NodeRow {
-                    node_id: node_id.clone(),
-                    status: st.status,
-                    visits: st.visits,
-                    output: st.output.as_ref().map(json_text),
-                    pending_in: serde_json::to_string(&st.pending_in)?,
-                    due_at: st.due_at,
-                    waiting: st.waiting,
-                },
-                stored: st.stored,
-            });
-        }
+        // A command that changed a node rewrites the run's node states whole.
+        let nodes = if self.nodes.values().any(|s| s.dirty) {
+            Some(self.node_document()?)
+        } else {
+            None
+        };
         changes.push(Change::Run {
             run_id: self.run.run_id.clone(),
             status: self.run.status,
@@ -1210,6 +1219,7 @@ impl<'a> Exec<'a> {
             error: self.run.error.as_ref().map(json_text),
             next_sequence: self.run.next_sequence,
             completed_at: self.run.completed_at,
+            nodes,
         });
         changes::apply(self.conn, changes)?;
         Ok(self.run)

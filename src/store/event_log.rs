@@ -249,6 +249,7 @@ mod tests {
                     error: None,
                     next_sequence: 12,
                     completed_at: None,
+                    nodes: None,
                 };
                 changes::apply(
                     c,
@@ -366,24 +367,9 @@ mod tests {
     async fn the_migration_chains_stored_events() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.db");
-        let before = dir.path().join("migrations");
-        std::fs::create_dir(&before).unwrap();
-        let all = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
-        for entry in std::fs::read_dir(all).unwrap() {
-            let entry = entry.unwrap();
-            let name = entry.file_name().into_string().unwrap();
-            if name.ends_with(".sql") && name.as_str() < "0020" {
-                std::fs::copy(entry.path(), before.join(&name)).unwrap();
-            }
-        }
         {
             use sqlx::Connection;
-            let url = format!("sqlite://{}?mode=rwc", path.display());
-            let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
-            sqlx::migrate::Migrator::new(before.as_path())
-                .await
-                .unwrap()
-                .run(&mut conn)
+            let mut conn = crate::store::testing::sqlite_migrated_before(&path, "0020")
                 .await
                 .unwrap();
             for run in ["t/a", "t/b", "t/c"] {

@@ -41,8 +41,9 @@ pub(crate) struct InterruptQuery<'a> {
 /// the oldest deadline and stops at `now`, whatever the size of the inbox.
 pub(super) const DUE_DEADLINES_SQL: &str = "SELECT interrupt_id, run_id FROM interrupts WHERE status = 'pending' AND deadline_at IS NOT NULL AND deadline_at <= ? ORDER BY deadline_at LIMIT 200";
 
-/// The delay sweep (every timer tick), on `node_states_due`.
-pub(super) const DUE_DELAYS_SQL: &str = "SELECT run_id, node_id FROM node_states WHERE due_at IS NOT NULL AND due_at <= ? AND status = 'waiting' ORDER BY due_at LIMIT 200";
+/// The delay sweep (every timer tick), on `runs_delay_due`: the runs whose
+/// earliest delay is due, with their node states.
+pub(super) const DUE_DELAYS_SQL: &str = "SELECT run_id, nodes FROM runs WHERE delay_due_at IS NOT NULL AND delay_due_at <= ? ORDER BY delay_due_at LIMIT 200";
 
 impl Store {
     pub(crate) async fn run(&self, run_id: &str) -> Result<Option<RunRow>> {
@@ -157,12 +158,12 @@ impl Store {
         &self,
         run_id: &str,
     ) -> Result<(Vec<(String, NodeStatus, i64)>, Vec<(String, InterruptStatus)>)> {
-        let nodes: Vec<(String, String, i64)> = sqlx::query_as(
-            &self.q("SELECT node_id, status, visits FROM node_states WHERE run_id = ? ORDER BY node_id"),
-        )
-        .bind(run_id)
-        .fetch_all(&self.read)
-        .await?;
+        let nodes: Option<String> = sqlx::query_scalar(&self.q("SELECT nodes FROM runs WHERE run_id = ?"))
+            .bind(run_id)
+            .fetch_optional(&self.read)
+            .await?;
+        let mut nodes = super::rows::parse_node_rows(nodes.as_deref().unwrap_or("[]"))?;
+        nodes.sort_by(|a, b| a.node_id.cmp(&b.node_id));
         let interrupts: Vec<(String, String)> = sqlx::query_as(
             &self.q("SELECT interrupt_id, status FROM interrupts WHERE run_id = ? ORDER BY interrupt_id"),
         )
@@ -171,8 +172,8 @@ impl Store {
         .await?;
         let nodes = nodes
             .into_iter()
-            .map(|(node, status, visits)| Ok((node, status.parse()?, visits)))
-            .collect::<Result<_>>()?;
+            .map(|n| (String::from(n.node_id), n.status, n.visits))
+            .collect();
         let interrupts = interrupts
             .into_iter()
             .map(|(id, status)| Ok((id, status.parse()?)))
@@ -190,10 +191,19 @@ impl Store {
 
     /// `core.delay` nodes whose timer is due: (run, node).
     pub(crate) async fn due_delays(&self, now: Millis) -> Result<Vec<(String, String)>> {
-        Ok(sqlx::query_as(&self.q(DUE_DELAYS_SQL))
+        let runs: Vec<(String, String)> = sqlx::query_as(&self.q(DUE_DELAYS_SQL))
             .bind(now)
             .fetch_all(&self.read)
-            .await?)
+            .await?;
+        let mut due = Vec::new();
+        for (run_id, nodes) in runs {
+            for node in super::rows::parse_node_rows(&nodes)? {
+                if node.status == NodeStatus::Waiting && node.due_at.is_some_and(|d| d <= now) {
+                    due.push((run_id.clone(), String::from(node.node_id)));
+                }
+            }
+        }
+        Ok(due)
     }
 
     /// Whether a token id is on the revocation list.

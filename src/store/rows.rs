@@ -38,7 +38,8 @@ pub(crate) struct RunRow {
     pub next_sequence: i64,
     pub created_at: Millis,
     pub completed_at: Option<Millis>,
-    /// The run's node states as JSON, when loaded together with the run.
+    /// The run's node states (`runs.nodes`, see [`node_document`]), when
+    /// loaded for a command.
     pub nodes_json: Option<String>,
 }
 
@@ -99,7 +100,7 @@ impl RunRow {
     }
 }
 
-/// One `node_states` row.
+/// One node's scheduler state: an element of the run's `nodes` column.
 #[derive(Debug, Clone)]
 pub(crate) struct NodeRow {
     pub node_id: NodeId,
@@ -311,20 +312,12 @@ impl<'de, S: serde::de::DeserializeSeed<'de> + Copy> serde::de::Visitor<'de> for
 // Statements the writer runs on every command, built once (they splice in
 // the column lists) so the hot path neither formats nor allocates SQL text.
 // Each loads related rows as one JSON column, in one round trip.
-static LOAD_RUN_FOR_UPDATE: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {RUN_COLUMNS}, (SELECT json_group_array(json_array(node_id, status, visits, output, pending_in, due_at, waiting)) \
-         FROM node_states WHERE node_states.run_id = runs.run_id) AS nodes_json FROM runs WHERE run_id = ?"
-    )
-});
+static LOAD_RUN_FOR_UPDATE: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {RUN_COLUMNS}, nodes FROM runs WHERE run_id = ?"));
 /// The run row stays locked until the command commits: commands on one run
 /// from any instance take turns, and each sees what the previous one wrote.
-static LOAD_RUN_FOR_UPDATE_PG: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {RUN_COLUMNS}, (SELECT json_agg(json_build_array(node_id, status, visits, output, pending_in, due_at, waiting))::text \
-         FROM node_states WHERE node_states.run_id = runs.run_id) AS nodes_json FROM runs WHERE run_id = $1 FOR UPDATE"
-    )
-});
+static LOAD_RUN_FOR_UPDATE_PG: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {RUN_COLUMNS}, nodes FROM runs WHERE run_id = $1 FOR UPDATE"));
 /// The newest interrupt of a node with its votes as JSON (`votes_json`).
 static LATEST_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -381,42 +374,33 @@ pub(crate) fn pending_interrupt_for_update(
     conn.query_opt(&PENDING_INTERRUPT, args![interrupt_id], InterruptRow::from_row)
 }
 
-/// The run's node states: from the JSON column `load_run_for_update`
-/// selected, or read on their own.
-pub(crate) fn node_rows(conn: &WriteConn, run: &RunRow) -> Result<Vec<NodeRow>> {
-    match run.nodes_json.as_deref() {
-        Some(text) => parse_node_rows(text),
-        None => conn.query_map(
-            "SELECT node_id, status, visits, output, pending_in, due_at, waiting FROM node_states WHERE run_id = ?",
-            args![run.run_id],
-            |r| {
-                Ok(NodeRow {
-                    node_id: r.get(0)?,
-                    status: r.get(1)?,
-                    visits: r.get(2)?,
-                    output: r.get(3)?,
-                    pending_in: r.get(4)?,
-                    due_at: r.get(5)?,
-                    waiting: r.get(6)?,
-                })
-            },
-        ),
-    }
+/// The run's node states, from the `nodes` column `load_run_for_update` selected.
+pub(crate) fn node_rows(run: &RunRow) -> Result<Vec<NodeRow>> {
+    // A command rewrites the whole column: a run loaded without it must not
+    // be taken for one without node states.
+    let text = run
+        .nodes_json
+        .as_deref()
+        .ok_or_else(|| EngineError::Storage(format!("run {} loaded without its node states", run.run_id)))?;
+    parse_node_rows(text)
 }
 
-/// Node states from `load_run_for_update`'s JSON column.
-fn parse_node_rows(text: &str) -> Result<Vec<NodeRow>> {
-    type Row = (
-        NodeId,
-        NodeStatus,
-        i64,
-        Option<String>,
-        String,
-        Option<Millis>,
-        Option<RunStatus>,
-    );
-    let rows: Vec<Row> =
-        serde_json::from_str(text).map_err(|e| EngineError::Storage(format!("node_states of a run: {e}")))?;
+/// One element of `runs.nodes`: node id, status, visits, output (JSON text),
+/// edges delivered (JSON text), timer, run status while suspended.
+type NodeElement<T, S> = (
+    T,
+    NodeStatus,
+    i64,
+    Option<S>,
+    S,
+    Option<Millis>,
+    Option<RunStatus>,
+);
+
+/// Node states from the run's `nodes` column.
+pub(crate) fn parse_node_rows(text: &str) -> Result<Vec<NodeRow>> {
+    let rows: Vec<NodeElement<NodeId, String>> =
+        serde_json::from_str(text).map_err(|e| EngineError::Storage(format!("nodes of a run: {e}")))?;
     Ok(rows
         .into_iter()
         .map(
@@ -431,6 +415,42 @@ fn parse_node_rows(text: &str) -> Result<Vec<NodeRow>> {
             },
         )
         .collect())
+}
+
+/// A run's node states as a command writes them (`runs.nodes`, `runs.delay_due_at`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NodeDocument {
+    /// The JSON array [`parse_node_rows`] reads.
+    pub json: String,
+    /// The earliest timer of a waiting node (the delay sweep's key).
+    pub delay_due_at: Option<Millis>,
+}
+
+/// Writes every node state of a run into one [`NodeDocument`].
+pub(crate) fn node_document(rows: &[NodeRow]) -> Result<NodeDocument> {
+    let elements: Vec<NodeElement<&NodeId, &str>> = rows
+        .iter()
+        .map(|r| {
+            (
+                &r.node_id,
+                r.status,
+                r.visits,
+                r.output.as_deref(),
+                r.pending_in.as_str(),
+                r.due_at,
+                r.waiting,
+            )
+        })
+        .collect();
+    let delay_due_at = rows
+        .iter()
+        .filter(|r| r.status == NodeStatus::Waiting)
+        .filter_map(|r| r.due_at)
+        .min();
+    Ok(NodeDocument {
+        json: serde_json::to_string(&elements)?,
+        delay_due_at,
+    })
 }
 
 pub(crate) const LOAD_DIRECTORY_SQL: &str =
@@ -548,5 +568,153 @@ mod tests {
         }
         let (request, resolution) = row_with_payload("{}").request_and_resolution().unwrap();
         assert_eq!((request, resolution), (Some(json!({"q": 1})), None));
+    }
+
+    fn node(id: &str, status: NodeStatus, due_at: Option<Millis>) -> NodeRow {
+        NodeRow {
+            node_id: NodeId::trusted(id),
+            status,
+            visits: 2,
+            output: Some(r#"{"said": "a \"quoted\" word"}"#.into()),
+            pending_in: r#"{"e1": "completed"}"#.into(),
+            due_at,
+            waiting: (status == NodeStatus::Suspended).then_some(RunStatus::WaitingApproval),
+        }
+    }
+
+    fn fields(rows: &[NodeRow]) -> Vec<String> {
+        rows.iter().map(|r| format!("{r:?}")).collect()
+    }
+
+    #[test]
+    fn a_node_document_reads_back_as_written_and_keys_the_earliest_waiting_delay() {
+        let rows = vec![
+            node("a", NodeStatus::Completed, Some(10)),
+            node("delay1", NodeStatus::Waiting, Some(500)),
+            node("delay2", NodeStatus::Waiting, Some(300)),
+            node("gate", NodeStatus::Suspended, None),
+            NodeRow {
+                output: None,
+                ..node("idle", NodeStatus::Idle, None)
+            },
+        ];
+        let doc = node_document(&rows).unwrap();
+        // A finished delay's old timer is not the run's next one.
+        assert_eq!(doc.delay_due_at, Some(300));
+        assert_eq!(fields(&parse_node_rows(&doc.json).unwrap()), fields(&rows));
+        assert_eq!(node_document(&rows[..1]).unwrap().delay_due_at, None);
+        assert_eq!(node_document(&[]).unwrap().json, "[]");
+    }
+
+    #[test]
+    fn a_run_loaded_without_its_node_states_is_refused() {
+        let run = RunRow {
+            run_id: RunId::trusted("t/r1"),
+            tenant: TenantId::trusted("t"),
+            workflow_id: "w".into(),
+            workflow_digest: "d".into(),
+            status: RunStatus::Running,
+            owner: json!({}),
+            requested_by: None,
+            current_node_id: None,
+            error: None,
+            inputs: json!({}),
+            configurable: None,
+            tags: None,
+            metadata: None,
+            callback_url: None,
+            next_sequence: 1,
+            created_at: 0,
+            completed_at: None,
+            nodes_json: None,
+        };
+        assert!(matches!(node_rows(&run), Err(EngineError::Storage(m)) if m.contains("t/r1")));
+    }
+
+    /// Migration 0022 on a store written before it: each run's node states
+    /// move into its row, and the delay sweep finds the waiting timers.
+    #[tokio::test]
+    async fn the_migration_moves_node_states_into_the_run_row() {
+        use crate::store::{Durability, Store};
+        use sqlx::Connection;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let mut conn = crate::store::testing::sqlite_migrated_before(&path, "0022")
+            .await
+            .unwrap();
+        for run in ["t/a", "t/b", "t/c"] {
+            sqlx::query(
+                "INSERT INTO runs (run_id, tenant, workflow_id, workflow_digest, status, owner, inputs, next_sequence, created_at) \
+                 VALUES (?, 't', 'w', 'd', 'running', '{}', '{}', 1, 0)",
+            )
+            .bind(run)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        }
+        let a = vec![
+            node("done", NodeStatus::Completed, Some(50)),
+            node("gate", NodeStatus::Suspended, None),
+            node("wait", NodeStatus::Waiting, Some(500)),
+        ];
+        let c = vec![node("wait", NodeStatus::Waiting, Some(100))];
+        for (run, rows) in [("t/a", &a), ("t/c", &c)] {
+            for r in rows.iter() {
+                sqlx::query(
+                    "INSERT INTO node_states (run_id, node_id, status, visits, output, pending_in, due_at, waiting) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                )
+                .bind(run)
+                .bind(r.node_id.as_str())
+                .bind(r.status.as_str())
+                .bind(r.visits)
+                .bind(r.output.as_deref())
+                .bind(&r.pending_in)
+                .bind(r.due_at)
+                .bind(r.waiting.map(RunStatus::as_str))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            }
+        }
+        conn.close().await.unwrap();
+        let store = Store::open(&format!("sqlite://{}", path.display()), Durability::Full)
+            .await
+            .unwrap();
+        let (nodes, _) = store.projection("t/a").await.unwrap();
+        let expected: Vec<_> = a
+            .iter()
+            .map(|r| (r.node_id.to_string(), r.status, r.visits))
+            .collect();
+        assert_eq!(nodes, expected);
+        assert!(store.projection("t/b").await.unwrap().0.is_empty());
+        let loaded = store
+            .write(|conn| {
+                let mut all = Vec::new();
+                for id in ["t/a", "t/b", "t/c"] {
+                    let run = load_run_for_update(conn, id)?.expect("stored");
+                    let mut rows = node_rows(&run)?;
+                    rows.sort_by(|x, y| x.node_id.cmp(&y.node_id));
+                    all.push(rows);
+                }
+                Ok(all)
+            })
+            .await
+            .unwrap();
+        assert_eq!(fields(&loaded[0]), fields(&a));
+        assert!(loaded[1].is_empty());
+        assert_eq!(fields(&loaded[2]), fields(&c));
+        let due = |now| store.due_delays(now);
+        assert!(due(99).await.unwrap().is_empty());
+        assert_eq!(
+            due(100).await.unwrap(),
+            vec![("t/c".to_string(), "wait".to_string())]
+        );
+        assert_eq!(
+            due(1_000).await.unwrap(),
+            vec![
+                ("t/c".to_string(), "wait".to_string()),
+                ("t/a".to_string(), "wait".to_string())
+            ]
+        );
     }
 }

@@ -639,7 +639,7 @@ mod tests {
             "{deadlines}"
         );
         let delays = plan(&store, crate::store::reads::DUE_DELAYS_SQL).await;
-        assert!(delays.contains("USING INDEX node_states_due"), "{delays}");
+        assert!(delays.contains("USING INDEX runs_delay_due"), "{delays}");
         for (name, p) in [("deadlines", &deadlines), ("delays", &delays)] {
             // In index order: no pass over every pending row to sort them.
             assert!(!p.contains("TEMP B-TREE"), "{name}: {p}");

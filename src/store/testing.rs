@@ -56,3 +56,29 @@ pub fn database_url_blocking(path: &Path) -> Result<String> {
     .join()
     .map_err(|_| EngineError::Storage("test database thread panicked".into()))?
 }
+
+/// A connection to a new SQLite file at `path`, migrated with the engine's
+/// migrations whose names sort before `before` (a store as an older release
+/// left it), for a test of the migrations that follow.
+pub async fn sqlite_migrated_before(path: &Path, before: &str) -> Result<sqlx::SqliteConnection> {
+    let older = path.with_extension("migrations");
+    std::fs::create_dir_all(&older).map_err(|e| EngineError::Storage(e.to_string()))?;
+    let all = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
+    for entry in std::fs::read_dir(all).map_err(|e| EngineError::Storage(e.to_string()))? {
+        let entry = entry.map_err(|e| EngineError::Storage(e.to_string()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".sql") && name.as_str() < before {
+            std::fs::copy(entry.path(), older.join(&name))
+                .map_err(|e| EngineError::Storage(e.to_string()))?;
+        }
+    }
+    let url = format!("sqlite://{}?mode=rwc", path.display());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await?;
+    sqlx::migrate::Migrator::new(older.as_path())
+        .await
+        .map_err(|e| EngineError::Storage(e.to_string()))?
+        .run(&mut conn)
+        .await
+        .map_err(|e| EngineError::Storage(e.to_string()))?;
+    Ok(conn)
+}
