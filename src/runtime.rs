@@ -195,7 +195,6 @@ impl<'a> Exec<'a> {
             conversations: HashMap::new(),
             starting: true,
         };
-        exec.changes.push(Change::NewRun(Box::new(exec.run.clone())));
         let mut started = json!({ "workflowId": wf.id, "inputs": exec.run.inputs, "owner": exec.run.owner, "transport": "rest" });
         if let Some(person) = &exec.run.requested_by {
             // A host extension member (the payload is closed but for `x-…`).
@@ -1206,21 +1205,29 @@ impl<'a> Exec<'a> {
             events: std::mem::take(&mut self.pending_events),
             at: self.now,
         });
-        // A command that changed a node rewrites the run's node states whole.
-        let nodes = if self.nodes.values().any(|s| s.dirty) {
-            Some(self.node_document()?)
+        if self.starting {
+            // The new run's row is written once, as the command leaves it.
+            changes.push(Change::NewRun {
+                nodes: self.node_document()?,
+                run: Box::new(self.run.clone()),
+            });
         } else {
-            None
-        };
-        changes.push(Change::Run {
-            run_id: self.run.run_id.clone(),
-            status: self.run.status,
-            current_node_id: self.run.current_node_id.clone(),
-            error: self.run.error.as_ref().map(json_text),
-            next_sequence: self.run.next_sequence,
-            completed_at: self.run.completed_at,
-            nodes,
-        });
+            // A command that changed a node rewrites the run's node states whole.
+            let nodes = if self.nodes.values().any(|s| s.dirty) {
+                Some(self.node_document()?)
+            } else {
+                None
+            };
+            changes.push(Change::Run {
+                run_id: self.run.run_id.clone(),
+                status: self.run.status,
+                current_node_id: self.run.current_node_id.clone(),
+                error: self.run.error.as_ref().map(json_text),
+                next_sequence: self.run.next_sequence,
+                completed_at: self.run.completed_at,
+                nodes,
+            });
+        }
         changes::apply(self.conn, changes)?;
         Ok(self.run)
     }

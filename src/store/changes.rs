@@ -51,8 +51,12 @@ pub(crate) struct NewEvent {
 /// One write a command decided on.
 #[derive(Debug, Clone)]
 pub(crate) enum Change {
-    /// The run row of a run being started.
-    NewRun(Box<crate::runtime::RunRow>),
+    /// The row of a run this command starts, as the command leaves it (in
+    /// place of a [`Change::Run`]: one statement writes the new row whole).
+    NewRun {
+        run: Box<crate::runtime::RunRow>,
+        nodes: NodeDocument,
+    },
     Interrupt(Box<NewInterrupt>),
     /// The pending interrupt is decided (`resolution`: the `interrupt.resolved` payload).
     Resolve {
@@ -126,11 +130,14 @@ pub(crate) enum Change {
     },
 }
 
-static INSERT_RUN: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO runs ({}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        crate::runtime::RUN_COLUMNS
-    )
+/// A new run's row with its node states: on SQLite with its newest event too.
+static INSERT_RUN: LazyLock<[String; 2]> = LazyLock::new(|| {
+    let row = |extra: &str| {
+        let columns = format!("{}, nodes, delay_due_at{extra}", crate::runtime::RUN_COLUMNS);
+        let params = vec!["?"; columns.split(", ").count()].join(", ");
+        format!("INSERT INTO runs ({columns}) VALUES ({params})")
+    };
+    [row(", last_event"), row("")]
 });
 
 static INSERT_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
@@ -172,6 +179,10 @@ pub(crate) fn apply(conn: &WriteConn, changes: Vec<Change>) -> Result<()> {
             (Change::Run { run_id, .. }, Dialect::Sqlite) => EventIds {
                 appended: None,
                 newest: chain.record(run_id),
+            },
+            (Change::NewRun { run, .. }, Dialect::Sqlite) => EventIds {
+                appended: None,
+                newest: chain.record(&run.run_id),
             },
             _ => EventIds::default(),
         };
@@ -310,18 +321,15 @@ fn push(out: &mut Vec<Statement>, sql: &'static str, args: Vec<Val>, table: Tabl
 struct EventIds {
     /// An `Events` change: its first event's id and the id that one follows.
     appended: Option<(i64, Option<i64>)>,
-    /// A `Run` change: the run's newest event, if the command appended any.
+    /// A `Run` or `NewRun` change: the run's newest event, if the command appended any.
     newest: Option<i64>,
 }
 
 fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<Statement>) {
     match change {
-        Change::NewRun(run) => {
+        Change::NewRun { run, nodes } => {
             let key = run.run_id.to_string();
-            push(
-                out,
-                &INSERT_RUN,
-                vec![
+            let mut args = vec![
                     text(&run.run_id),
                     text(run.tenant.as_str()),
                     text(run.workflow_id),
@@ -338,11 +346,18 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
                     int(run.next_sequence),
                     int(run.created_at),
                     opt_int(run.completed_at),
-                    opt_text(run.requested_by),
-                ],
-                Table::Runs,
-                Rows::Insert(key),
-            );
+                opt_text(run.requested_by),
+                text(nodes.json),
+                opt_int(nodes.delay_due_at),
+            ];
+            let sql = match dialect {
+                Dialect::Sqlite => {
+                    args.push(opt_int(ids.newest));
+                    &INSERT_RUN[0]
+                }
+                Dialect::Postgres => &INSERT_RUN[1],
+            };
+            push(out, sql, args, Table::Runs, Rows::Insert(key));
         }
         Change::Interrupt(i) => {
             let key = i.interrupt_id.clone();
@@ -716,7 +731,6 @@ mod tests {
 
     #[test]
     fn an_update_of_a_row_written_earlier_starts_a_new_statement() {
-        // A new run is inserted, then its projection updated: the update must see the row.
         let new_run = crate::runtime::RunRow {
             run_id: run_id(),
             tenant: tollgate_wire::TenantId::trusted("t".to_string()),
@@ -737,14 +751,19 @@ mod tests {
             requested_by: None,
             nodes_json: None,
         };
-        let created = vec![
-            Change::NewRun(Box::new(new_run)),
-            interrupt("i1"),
-            events(),
-            run(),
-        ];
-        // Run, group, count, interrupt, events | run.
-        assert_eq!(split(created), vec![0..5, 5..6]);
+        let new_run = || Change::NewRun {
+            run: Box::new(new_run.clone()),
+            nodes: NodeDocument {
+                json: "[]".into(),
+                delay_due_at: None,
+            },
+        };
+        // A create writes its run's row once, last: one statement.
+        let created = vec![interrupt("i1"), events(), new_run()];
+        // Group, count, interrupt, events, run.
+        assert_eq!(split(created), vec![0..5]);
+        // An update of a run inserted earlier must see the row.
+        assert_eq!(split(vec![new_run(), run()]), vec![0..1, 1..2]);
         // Two interrupts of one group in one run count on the same row, one after the other.
         assert_eq!(split(vec![interrupt("i1"), interrupt("i2")]), vec![0..3, 3..6]);
         // Cancelling every pending interrupt must see the one resolved just before.
