@@ -631,55 +631,47 @@ mod tests {
         assert!(matches!(node_rows(&run), Err(EngineError::Storage(m)) if m.contains("t/r1")));
     }
 
-    /// Migration 0022 on a store written before it: each run's node states
-    /// move into its row, and the delay sweep finds the waiting timers.
+    /// Migration 0022 (postgres/0010) on a store written before it: each
+    /// run's node states move into its row, and the delay sweep finds the
+    /// waiting timers. On the back end the test run asks for.
     #[tokio::test]
     async fn the_migration_moves_node_states_into_the_run_row() {
         use crate::store::{Durability, Store};
-        use sqlx::Connection;
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("old.db");
-        let mut conn = crate::store::testing::sqlite_migrated_before(&path, "0022")
-            .await
-            .unwrap();
-        for run in ["t/a", "t/b", "t/c"] {
-            sqlx::query(
-                "INSERT INTO runs (run_id, tenant, workflow_id, workflow_digest, status, owner, inputs, next_sequence, created_at) \
-                 VALUES (?, 't', 'w', 'd', 'running', '{}', '{}', 1, 0)",
-            )
-            .bind(run)
-            .execute(&mut conn)
-            .await
-            .unwrap();
-        }
         let a = vec![
             node("done", NodeStatus::Completed, Some(50)),
             node("gate", NodeStatus::Suspended, None),
             node("wait", NodeStatus::Waiting, Some(500)),
         ];
         let c = vec![node("wait", NodeStatus::Waiting, Some(100))];
+        let quote =
+            |t: Option<&str>| t.map_or("NULL".to_string(), |t| format!("'{}'", t.replace('\'', "''")));
+        let mut setup = String::new();
+        for run in ["t/a", "t/b", "t/c"] {
+            setup.push_str(&format!(
+                "INSERT INTO runs (run_id, tenant, workflow_id, workflow_digest, status, owner, inputs, next_sequence, created_at) \
+                 VALUES ('{run}', 't', 'w', 'd', 'running', '{{}}', '{{}}', 1, 0);\n"
+            ));
+        }
         for (run, rows) in [("t/a", &a), ("t/c", &c)] {
             for r in rows.iter() {
-                sqlx::query(
-                    "INSERT INTO node_states (run_id, node_id, status, visits, output, pending_in, due_at, waiting) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                )
-                .bind(run)
-                .bind(r.node_id.as_str())
-                .bind(r.status.as_str())
-                .bind(r.visits)
-                .bind(r.output.as_deref())
-                .bind(&r.pending_in)
-                .bind(r.due_at)
-                .bind(r.waiting.map(RunStatus::as_str))
-                .execute(&mut conn)
-                .await
-                .unwrap();
+                setup.push_str(&format!(
+                    "INSERT INTO node_states (run_id, node_id, status, visits, output, pending_in, due_at, waiting) \
+                     VALUES ('{run}', '{}', '{}', {}, {}, {}, {}, {});\n",
+                    r.node_id,
+                    r.status.as_str(),
+                    r.visits,
+                    quote(r.output.as_deref()),
+                    quote(Some(&r.pending_in)),
+                    r.due_at.map_or("NULL".into(), |d| d.to_string()),
+                    quote(r.waiting.map(RunStatus::as_str)),
+                ));
             }
         }
-        conn.close().await.unwrap();
-        let store = Store::open(&format!("sqlite://{}", path.display()), Durability::Full)
+        let url = crate::store::testing::migrated_before(&dir.path().join("old.db"), "0022", "0010", &setup)
             .await
             .unwrap();
+        let store = Store::open(&url, Durability::Full).await.unwrap();
         let (nodes, _) = store.projection("t/a").await.unwrap();
         let expected: Vec<_> = a
             .iter()

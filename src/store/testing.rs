@@ -57,28 +57,64 @@ pub fn database_url_blocking(path: &Path) -> Result<String> {
     .map_err(|_| EngineError::Storage("test database thread panicked".into()))?
 }
 
+/// Copies the migrations of `dir` (under the crate) whose names sort before
+/// `before` into `into`, for a store as an older release left it.
+async fn older_migrations(dir: &str, before: &str, into: &Path) -> Result<sqlx::migrate::Migrator> {
+    let io = |e: std::io::Error| EngineError::Storage(e.to_string());
+    std::fs::create_dir_all(into).map_err(io)?;
+    let all = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    for entry in std::fs::read_dir(all).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".sql") && name.as_str() < before {
+            std::fs::copy(entry.path(), into.join(&name)).map_err(io)?;
+        }
+    }
+    sqlx::migrate::Migrator::new(into)
+        .await
+        .map_err(|e| EngineError::Storage(e.to_string()))
+}
+
 /// A connection to a new SQLite file at `path`, migrated with the engine's
 /// migrations whose names sort before `before` (a store as an older release
 /// left it), for a test of the migrations that follow.
 pub async fn sqlite_migrated_before(path: &Path, before: &str) -> Result<sqlx::SqliteConnection> {
-    let older = path.with_extension("migrations");
-    std::fs::create_dir_all(&older).map_err(|e| EngineError::Storage(e.to_string()))?;
-    let all = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
-    for entry in std::fs::read_dir(all).map_err(|e| EngineError::Storage(e.to_string()))? {
-        let entry = entry.map_err(|e| EngineError::Storage(e.to_string()))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".sql") && name.as_str() < before {
-            std::fs::copy(entry.path(), older.join(&name))
-                .map_err(|e| EngineError::Storage(e.to_string()))?;
-        }
-    }
+    let migrator = older_migrations("migrations", before, &path.with_extension("migrations")).await?;
     let url = format!("sqlite://{}?mode=rwc", path.display());
     let mut conn = sqlx::SqliteConnection::connect(&url).await?;
-    sqlx::migrate::Migrator::new(older.as_path())
-        .await
-        .map_err(|e| EngineError::Storage(e.to_string()))?
+    migrator
         .run(&mut conn)
         .await
         .map_err(|e| EngineError::Storage(e.to_string()))?;
     Ok(conn)
+}
+
+/// The test database "at" `path` on the back end the test run asks for (see
+/// [`database_url`]), migrated only up to the SQLite migration `sqlite_before`
+/// or the PostgreSQL one `postgres_before` (excluded), then given `setup`
+/// (plain SQL that both back ends read alike). Returns its URL: opening a
+/// `Store` there runs the migrations under test.
+pub async fn migrated_before(
+    path: &Path,
+    sqlite_before: &str,
+    postgres_before: &str,
+    setup: &str,
+) -> Result<String> {
+    let url = database_url(path).await?;
+    let older = path.with_extension("migrations");
+    if postgres_server().is_some() {
+        let migrator = older_migrations("migrations/postgres", postgres_before, &older).await?;
+        let mut conn = PgConnection::connect(&url).await?;
+        migrator
+            .run(&mut conn)
+            .await
+            .map_err(|e| EngineError::Storage(e.to_string()))?;
+        sqlx::raw_sql(setup).execute(&mut conn).await?;
+        conn.close().await?;
+    } else {
+        let mut conn = sqlite_migrated_before(path, sqlite_before).await?;
+        sqlx::raw_sql(setup).execute(&mut conn).await?;
+        conn.close().await?;
+    }
+    Ok(url)
 }
