@@ -21,8 +21,8 @@ pub(crate) use crate::store::rows::{
     InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS,
 };
 use crate::store::rows::{node_document, node_rows, NodeDocument, NodeRow};
+use crate::store::votes::{self, StoredVote};
 use crate::store::WriteConn;
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use tollgate_wire::{EventType, MailReason, NodeId, NodeStatus, RunId, RunStatus, TenantId};
@@ -780,6 +780,7 @@ impl<'a> Exec<'a> {
             inbox: interrupt.inbox_group.clone(),
             at: self.now,
             resolution: json_text(&resolved),
+            votes: None,
         });
         self.emit(EventType::InterruptResolved, Some(node_id), resolved)?;
         if let Some(rv) = &resume_value {
@@ -1279,31 +1280,6 @@ pub(crate) enum Decision {
     },
 }
 
-/// One stored vote as the resolve reads it (`votes_json`, see
-/// `store::rows::latest_interrupt_sql`): its seat, action, whether a later
-/// vote replaced it, whether it is an override, its resume value and who
-/// cast it when that was a delegate.
-#[derive(Debug, Deserialize)]
-struct StoredBallot {
-    seat: String,
-    action: ApprovalAction,
-    superseded: i64,
-    is_override: i64,
-    resume_value: Value,
-    #[serde(default)]
-    cast_by: Option<String>,
-}
-
-impl StoredBallot {
-    fn counts(&self) -> bool {
-        self.superseded == 0 && self.action.is_vote()
-    }
-
-    fn caster(&self) -> &str {
-        self.cast_by.as_deref().unwrap_or(&self.seat)
-    }
-}
-
 /// Applies one resolve to a pending interrupt's rules. Validation and
 /// eligibility run before anything is written.
 /// `principal` is the voter's directory entry as it is now (decision time).
@@ -1341,9 +1317,23 @@ pub(crate) fn decide(
         let rules = interrupt.rules.as_ref().ok_or_else(|| {
             EngineError::Storage(format!("approval {} has no rules", interrupt.interrupt_id))
         })?;
-        let earlier: Vec<StoredBallot> =
-            serde_json::from_str(interrupt.votes_json.as_deref().unwrap_or("[]"))
-                .map_err(|e| EngineError::Storage(format!("votes of {}: {e}", interrupt.interrupt_id)))?;
+        // The whole array is written back: an interrupt loaded without it
+        // must not be taken for one nobody voted on.
+        let earlier = votes::parse(
+            &interrupt.interrupt_id,
+            interrupt.votes_json.as_deref().ok_or_else(|| {
+                EngineError::Storage(format!(
+                    "interrupt {} loaded without its votes",
+                    interrupt.interrupt_id
+                ))
+            })?,
+        )?;
+        let overrides: Vec<String> = match interrupt.override_voters.as_deref() {
+            Some(ids) => serde_json::from_str::<Option<Vec<String>>>(ids)?.unwrap_or_default(),
+            None => Vec::new(),
+        };
+        // An override counts as one only when its holder cast it.
+        let is_override = |v: &StoredVote| v.cast_by.is_none() && overrides.contains(&v.principal);
         let seat = crate::delegation::seat(
             rules,
             principal,
@@ -1353,7 +1343,7 @@ pub(crate) fn decide(
             |holder| {
                 earlier
                     .iter()
-                    .any(|b| b.counts() && b.seat == holder && b.cast_by.is_none())
+                    .any(|b| b.counts() && b.principal == holder && b.cast_by.is_none())
             },
         )?;
         let parsed = approval::parse_resume(rules, resume_value)?;
@@ -1364,31 +1354,31 @@ pub(crate) fn decide(
                 contract.validate_edited(edited)?;
             }
         }
-        let seq = earlier.len() as i64;
         // What this vote replaces: the seat's counted vote (its holder's or
         // their delegate's), and anything else this person cast, so that one
         // person holds at most one counted vote however many seats they may take.
-        let replaced =
-            |b: &StoredBallot| b.counts() && (b.seat == seat.holder || b.caster() == principal.id.as_str());
-        let replaces = earlier.iter().any(replaced);
-        let mut writes = Vec::new();
-        if parsed.action.is_vote() && replaces {
-            writes.push(Change::SupersedeVotes {
-                interrupt_id: interrupt.interrupt_id.clone(),
-                seat: seat.holder.clone(),
-                caster: principal.id.clone(),
-            });
+        let replaced = |b: &StoredVote| {
+            b.counts() && (b.principal == seat.holder || b.caster() == principal.id.as_str())
+        };
+        let mut votes = earlier.clone();
+        if parsed.action.is_vote() {
+            for v in votes.iter_mut().filter(|v| replaced(v)) {
+                v.superseded = true;
+            }
         }
-        writes.push(Change::Vote {
-            interrupt_id: interrupt.interrupt_id.clone(),
-            seq,
+        votes.push(StoredVote {
             principal: seat.holder.clone(),
             cast_by: seat.cast_by.clone(),
             action: parsed.action,
-            resume_value: resume_value.to_string(),
             eligible_via: seat.via.clone(),
             decided_at: now,
+            superseded: false,
+            resume_value: resume_value.clone(),
         });
+        let writes = vec![Change::Votes {
+            interrupt_id: interrupt.interrupt_id.clone(),
+            votes,
+        }];
         if !parsed.action.is_vote() {
             return Ok(Decision::Recorded(writes));
         }
@@ -1399,9 +1389,9 @@ pub(crate) fn decide(
             .filter(|b| b.counts() && !replaced(b))
             .map(|b| Ballot {
                 approves: approval::approved_data(b.action, &b.resume_value, original),
-                principal: b.seat.clone(),
+                principal: b.principal.clone(),
                 action: b.action,
-                is_override: b.is_override != 0,
+                is_override: is_override(b),
             })
             .collect();
         ballots.push(Ballot {
@@ -1612,8 +1602,18 @@ mod tests {
         assert_eq!(after(1_000, u64::MAX), i64::MAX);
     }
 
-    /// The interrupt row `raise` stores for `node` of a one-node workflow, with earlier `votes`.
+    /// The interrupt row `raise` stores for `node` of a one-node workflow,
+    /// with earlier `votes`: each `[seat, action, superseded, is_override,
+    /// resume_value, cast_by?]` (an override as the directory says now).
     fn interrupt_row(node: Value, votes: Value) -> InterruptRow {
+        let mut stored = Vec::new();
+        let mut overrides = Vec::new();
+        for v in votes.as_array().expect("an array of votes") {
+            stored.push(json!([v[0], v[1], "approvers", 0, v[2], v[4], v.get(5)]));
+            if v[3] == 1 {
+                overrides.push(v[0].clone());
+            }
+        }
         let wf = crate::definition::compile(json!({"id": "w", "nodes": [node]})).unwrap();
         let NodeBehaviour::Interrupt(spec) = &wf.nodes[0].behaviour else {
             panic!("not an interrupt node")
@@ -1638,7 +1638,8 @@ mod tests {
             resolved_at: None,
             resolution: None,
             inbox_group: None,
-            votes_json: Some(votes.to_string()),
+            votes_json: Some(json!(stored).to_string()),
+            override_voters: Some(json!(overrides).to_string()),
         }
     }
 
@@ -1678,6 +1679,24 @@ mod tests {
         )
     }
 
+    /// The earlier votes a decision marks replaced: "seat" or "seat by delegate".
+    fn replaced(changes: &[Change]) -> Vec<String> {
+        changes
+            .iter()
+            .flat_map(|c| match c {
+                Change::Votes { votes, .. } => votes[..votes.len() - 1]
+                    .iter()
+                    .filter(|v| v.superseded)
+                    .map(|v| match &v.cast_by {
+                        Some(by) => format!("{} by {by}", v.principal),
+                        None => v.principal.clone(),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
     fn written_votes(d: &Decision) -> Vec<(String, Option<String>)> {
         let writes = match d {
             Decision::Recorded(w) => w,
@@ -1686,9 +1705,7 @@ mod tests {
         writes
             .iter()
             .filter_map(|c| match c {
-                Change::Vote {
-                    principal, cast_by, ..
-                } => Some((principal.clone(), cast_by.clone())),
+                Change::Votes { votes, .. } => votes.last().map(|v| (v.principal.clone(), v.cast_by.clone())),
                 _ => None,
             })
             .collect()
@@ -1768,10 +1785,7 @@ mod tests {
             json!([["ann", "accept", 0, 0, {"action": "accept"}, "dan"]]),
         );
         match vote(&ann, &after_dan, json!({"action": "accept"})).unwrap() {
-            Decision::Recorded(changes) => assert!(matches!(
-                &changes[0],
-                Change::SupersedeVotes { seat, .. } if seat == "ann"
-            )),
+            Decision::Recorded(changes) => assert_eq!(replaced(&changes), ["ann by dan"]),
             Decision::Resolve { .. } => panic!("Ann and her delegate are one seat"),
         }
         // Bob is a second seat: granted, and the event names whose seat Dan took.
@@ -1794,10 +1808,14 @@ mod tests {
         )
         .unwrap();
         match &both {
-            Decision::Recorded(changes) => assert!(matches!(
-                &changes[0],
-                Change::SupersedeVotes { seat, caster, .. } if seat == "bob" && caster == "dan"
-            )),
+            // Dan's vote in Ann's seat is replaced by his vote in Bob's.
+            Decision::Recorded(changes) => {
+                assert_eq!(replaced(changes), ["ann by dan"]);
+                assert_eq!(
+                    written_votes(&both),
+                    [("bob".to_string(), Some("dan".to_string()))]
+                );
+            }
             Decision::Resolve { .. } => panic!("one person never fills two seats"),
         }
         // A delegate's deciding vote is marked with the seat it took.
@@ -1836,14 +1854,11 @@ mod tests {
         );
         match vote(&ann, &again, json!({"action": "accept"})).unwrap() {
             Decision::Recorded(changes) => {
-                assert!(matches!(
-                    &changes[0],
-                    Change::SupersedeVotes { seat, .. } if seat == "ann"
-                ));
+                assert_eq!(replaced(&changes), ["ann"]);
                 assert_eq!(changes::votes_of(&changes), [("ann", ApprovalAction::Accept)]);
                 assert!(
-                    matches!(&changes[1], Change::Vote { seq: 1, .. }),
-                    "the next seat"
+                    matches!(&changes[0], Change::Votes { votes, .. } if votes.len() == 2 && !votes[1].superseded),
+                    "appended after the vote it replaces"
                 );
             }
             Decision::Resolve { .. } => panic!("one person is one vote"),

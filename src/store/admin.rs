@@ -142,9 +142,19 @@ impl Store {
     /// deadline, then the oldest without one.
     pub(crate) async fn most_urgent(&self, tenant: &str, limit: i64) -> Result<Vec<PendingTuple>> {
         let range = TenantRange::of(tenant);
-        Ok(sqlx::query_as(&self.q(&format!(
-            "SELECT i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.created_at, i.deadline_at, \
-                 (SELECT COUNT(*) FROM votes v WHERE v.interrupt_id = i.interrupt_id AND v.superseded = 0) \
+        type Row = (
+            String,
+            String,
+            String,
+            String,
+            String,
+            Millis,
+            Option<Millis>,
+            String,
+            String,
+        );
+        let rows: Vec<Row> = sqlx::query_as(&self.q(&format!(
+            "SELECT i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.created_at, i.deadline_at, i.interrupt_id, i.votes \
                  FROM interrupts i WHERE i.status = 'pending' AND {} \
                  ORDER BY i.deadline_at IS NULL, i.deadline_at, i.created_at LIMIT ?",
             TenantRange::sql("i.run_id")
@@ -153,7 +163,28 @@ impl Store {
         .bind(&range.to)
         .bind(limit)
         .fetch_all(&self.read)
-        .await?)
+        .await?;
+        rows.into_iter()
+            .map(
+                |(run, node, kind, title, workflow, created, deadline, interrupt_id, votes)| {
+                    // Votes and asks that no later one replaced.
+                    let standing = super::votes::parse(&interrupt_id, &votes)?
+                        .iter()
+                        .filter(|v| !v.superseded)
+                        .count();
+                    Ok((
+                        run,
+                        node,
+                        kind,
+                        title,
+                        workflow,
+                        created,
+                        deadline,
+                        standing as i64,
+                    ))
+                },
+            )
+            .collect()
     }
 
     /// Undelivered outbox messages of a tenant's runs.
@@ -265,14 +296,37 @@ impl Store {
 
     /// Every vote on a run's interrupts, in the order they were cast.
     pub(crate) async fn audit(&self, run_id: &str) -> Result<Vec<AuditTuple>> {
-        Ok(sqlx::query_as(&self.q(
-            "SELECT i.node_id, i.visit, v.principal, v.action, v.eligible_via, v.decided_at, v.superseded, v.cast_by \
-             FROM votes v JOIN interrupts i ON i.interrupt_id = v.interrupt_id \
-             WHERE i.run_id = ? ORDER BY v.decided_at, i.node_id, v.seq",
+        let interrupts: Vec<(String, String, i64, String)> = sqlx::query_as(&self.q(
+            "SELECT interrupt_id, node_id, visit, votes FROM interrupts WHERE run_id = ? AND votes <> '[]'",
         ))
         .bind(run_id)
         .fetch_all(&self.read)
-        .await?)
+        .await?;
+        let mut cast = Vec::new();
+        for (interrupt_id, node_id, visit, votes) in interrupts {
+            for (seq, v) in super::votes::parse(&interrupt_id, &votes)?
+                .into_iter()
+                .enumerate()
+            {
+                cast.push(((v.decided_at, node_id.clone(), seq), visit, v));
+            }
+        }
+        cast.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(cast
+            .into_iter()
+            .map(|((decided_at, node_id, _), visit, v)| {
+                (
+                    node_id,
+                    visit,
+                    v.principal,
+                    v.action.as_str().to_string(),
+                    v.eligible_via,
+                    decided_at,
+                    i64::from(v.superseded),
+                    v.cast_by,
+                )
+            })
+            .collect())
     }
 
     /// A tenant's principals, by id.

@@ -12,7 +12,7 @@ use super::{event_log, inbox, json_text, Dialect, Val, WriteConn};
 use crate::clock::Millis;
 use crate::error::Result;
 use std::sync::LazyLock;
-use tollgate_wire::{ApprovalAction, EventType, InterruptKind, MailReason, NodeId, RunId, RunStatus};
+use tollgate_wire::{EventType, InterruptKind, MailReason, NodeId, RunId, RunStatus};
 
 /// A new pending interrupt (the `interrupts` row `raise` stores).
 #[derive(Debug, Clone, PartialEq)]
@@ -65,30 +65,20 @@ pub(crate) enum Change {
         inbox: Option<String>,
         at: Millis,
         resolution: String,
+        /// The `votes` column to write with it (folded in from a `Votes` change).
+        votes: Option<String>,
     },
     /// Every pending interrupt of the run is closed (the run ended).
     CancelPending {
         run_id: RunId,
         at: Millis,
     },
-    /// The person's earlier counted vote is replaced by the one that follows.
-    /// The counted votes a new vote replaces: those in `seat`, and those `caster` cast.
-    SupersedeVotes {
+    /// The interrupt's votes after this one (`store::votes`): earlier votes
+    /// it replaces marked superseded, the new vote last. When the same
+    /// command resolves the interrupt, [`apply`] writes them in its update.
+    Votes {
         interrupt_id: String,
-        seat: String,
-        caster: String,
-    },
-    Vote {
-        interrupt_id: String,
-        seq: i64,
-        /// The seat: whose vote this counts as.
-        principal: String,
-        /// The delegate who cast it in `principal`'s seat.
-        cast_by: Option<String>,
-        action: ApprovalAction,
-        resume_value: String,
-        eligible_via: String,
-        decided_at: Millis,
+        votes: Vec<super::votes::StoredVote>,
     },
     /// A mail to one person about an interrupt.
     Email {
@@ -169,7 +159,7 @@ pub(crate) fn apply(conn: &WriteConn, changes: Vec<Change>) -> Result<()> {
     let dialect = conn.dialect();
     let mut statements = Vec::with_capacity(changes.len() + 2);
     let mut chain = event_log::Chain::default();
-    for change in changes {
+    for change in fold_votes(changes)? {
         // SQLite's events carry their ids and links (store::event_log).
         let ids = match (&change, dialect) {
             (Change::Events { run_id, events, .. }, Dialect::Sqlite) if !events.is_empty() => EventIds {
@@ -186,7 +176,7 @@ pub(crate) fn apply(conn: &WriteConn, changes: Vec<Change>) -> Result<()> {
             },
             _ => EventIds::default(),
         };
-        statements_of(change, dialect, ids, &mut statements);
+        statements_of(change, dialect, ids, &mut statements)?;
     }
     for (run_id, newest) in chain.unrecorded() {
         push(
@@ -207,12 +197,36 @@ pub(crate) fn apply(conn: &WriteConn, changes: Vec<Change>) -> Result<()> {
     Ok(())
 }
 
+/// A vote that decides its interrupt is written in the interrupt's one
+/// update: a `Votes` change followed by the `Resolve` of the same interrupt
+/// becomes that resolve's `votes`. (No statement reads the column, so it may
+/// be written later in the command.)
+fn fold_votes(changes: Vec<Change>) -> Result<Vec<Change>> {
+    let mut out: Vec<Change> = Vec::with_capacity(changes.len());
+    for mut change in changes {
+        if let Change::Resolve {
+            interrupt_id,
+            votes: folded @ None,
+            ..
+        } = &mut change
+        {
+            let earlier = out
+                .iter()
+                .rposition(|c| matches!(c, Change::Votes { interrupt_id: id, .. } if id == interrupt_id));
+            if let Some(Change::Votes { votes, .. }) = earlier.map(|i| out.remove(i)) {
+                *folded = Some(super::votes::to_json(&votes)?);
+            }
+        }
+        out.push(change);
+    }
+    Ok(out)
+}
+
 /// A table a statement reads or writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Table {
     Runs,
     Interrupts,
-    Votes,
     Outbox,
     Events,
     InboxGroups,
@@ -325,7 +339,7 @@ struct EventIds {
     newest: Option<i64>,
 }
 
-fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<Statement>) {
+fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<Statement>) -> Result<()> {
     match change {
         Change::NewRun { run, nodes } => {
             let key = run.run_id.to_string();
@@ -413,6 +427,7 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
             inbox,
             at,
             resolution,
+            votes,
         } => {
             if let Some(group) = inbox {
                 push(
@@ -424,13 +439,17 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
                 );
             }
             let key = interrupt_id.clone();
-            push(
-                out,
-                "UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ? WHERE interrupt_id = ? AND status = 'pending'",
-                vec![int(at), text(resolution), text(interrupt_id)],
-                Table::Interrupts,
-                Rows::Update(key),
-            );
+            let (sql, args) = match votes {
+                None => (
+                    "UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ? WHERE interrupt_id = ? AND status = 'pending'",
+                    vec![int(at), text(resolution), text(interrupt_id)],
+                ),
+                Some(votes) => (
+                    "UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ?, votes = ? WHERE interrupt_id = ? AND status = 'pending'",
+                    vec![int(at), text(resolution), text(votes), text(interrupt_id)],
+                ),
+            };
+            push(out, sql, args, Table::Interrupts, Rows::Update(key));
         }
         Change::Conversation(c) => {
             let (sql, args, rows) = super::conversations::statement(c);
@@ -453,44 +472,14 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
                 Rows::UpdateMany,
             );
         }
-        Change::SupersedeVotes {
-            interrupt_id,
-            seat,
-            caster,
-        } => push(
-            out,
-            "UPDATE votes SET superseded = 1 WHERE interrupt_id = ? AND action <> 'ask' \
-             AND (principal = ? OR cast_by = ? OR (principal = ? AND cast_by IS NULL))",
-            vec![text(interrupt_id), text(seat), text(caster.clone()), text(caster)],
-            Table::Votes,
-            Rows::UpdateMany,
-        ),
-        Change::Vote {
-            interrupt_id,
-            seq,
-            principal,
-            cast_by,
-            action,
-            resume_value,
-            eligible_via,
-            decided_at,
-        } => {
-            let key = format!("{interrupt_id} {seq}");
+        Change::Votes { interrupt_id, votes } => {
+            // Only when no resolve of the interrupt follows (see `fold_votes`).
             push(
                 out,
-                "INSERT INTO votes (interrupt_id, seq, principal, cast_by, action, resume_value, eligible_via, decided_at, superseded) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
-                vec![
-                    text(interrupt_id),
-                    int(seq),
-                    text(principal),
-                    opt_text(cast_by),
-                    text(action.as_str()),
-                    text(resume_value),
-                    text(eligible_via),
-                    int(decided_at),
-                ],
-                Table::Votes,
-                Rows::Insert(key),
+                "UPDATE interrupts SET votes = ? WHERE interrupt_id = ?",
+                vec![text(super::votes::to_json(&votes)?), text(&interrupt_id)],
+                Table::Interrupts,
+                Rows::Update(interrupt_id),
             );
         }
         Change::Email {
@@ -610,17 +599,17 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
             push(out, sql, args, Table::Runs, Rows::Update(key));
         }
     }
+    Ok(())
 }
 
-/// Rows a change set would leave, for tests that read what a rule decided.
+/// The votes a change set casts (each `Votes` change's newest), for tests
+/// that read what a rule decided.
 #[cfg(test)]
-pub(crate) fn votes_of(changes: &[Change]) -> Vec<(&str, ApprovalAction)> {
+pub(crate) fn votes_of(changes: &[Change]) -> Vec<(&str, tollgate_wire::ApprovalAction)> {
     changes
         .iter()
         .filter_map(|c| match c {
-            Change::Vote {
-                principal, action, ..
-            } => Some((principal.as_str(), *action)),
+            Change::Votes { votes, .. } => votes.last().map(|v| (v.principal.as_str(), v.action)),
             _ => None,
         })
         .collect()
@@ -668,6 +657,7 @@ mod tests {
             inbox: Some("g".into()),
             at: 0,
             resolution: "{}".into(),
+            votes: None,
         }
     }
 
@@ -691,42 +681,61 @@ mod tests {
         }))
     }
 
-    fn vote(seq: i64) -> Change {
-        Change::Vote {
-            interrupt_id: "i1".into(),
-            seq,
+    /// The votes of `interrupt` after `n` were cast.
+    fn votes(interrupt: &str, n: usize) -> Change {
+        let vote = super::super::votes::StoredVote {
             principal: "ann".into(),
             cast_by: None,
-            action: ApprovalAction::Accept,
-            resume_value: "{}".into(),
+            action: tollgate_wire::ApprovalAction::Accept,
             eligible_via: "approvers".into(),
             decided_at: 0,
+            superseded: false,
+            resume_value: serde_json::json!({"action": "accept"}),
+        };
+        Change::Votes {
+            interrupt_id: interrupt.into(),
+            votes: vec![vote; n],
         }
     }
 
-    fn split(changes: Vec<Change>) -> Vec<std::ops::Range<usize>> {
+    fn statements(changes: Vec<Change>) -> Vec<Statement> {
         let mut statements = Vec::new();
-        for c in changes {
-            statements_of(c, Dialect::Postgres, EventIds::default(), &mut statements);
+        for c in fold_votes(changes).unwrap() {
+            statements_of(c, Dialect::Postgres, EventIds::default(), &mut statements).unwrap();
         }
-        batches(&statements)
+        statements
+    }
+
+    fn split(changes: Vec<Change>) -> Vec<std::ops::Range<usize>> {
+        batches(&statements(changes))
     }
 
     #[test]
     fn a_resolve_travels_as_one_statement() {
-        let changes = vec![
-            Change::SupersedeVotes {
-                interrupt_id: "i1".into(),
-                seat: "ann".into(),
-                caster: "ann".into(),
-            },
-            vote(2),
-            resolve("i1"),
-            events(),
-            run(),
-        ];
-        // Supersede, vote, count, resolve, events, run (with its nodes).
-        assert_eq!(split(changes), vec![0..6]);
+        let changes = vec![votes("i1", 2), resolve("i1"), events(), run()];
+        // Count, resolve (with the votes), events, run (with its nodes).
+        assert_eq!(split(changes), vec![0..4]);
+    }
+
+    #[test]
+    fn a_deciding_vote_is_written_in_the_resolve() {
+        let folded = fold_votes(vec![votes("i1", 2), votes("i2", 1), events(), resolve("i1")]).unwrap();
+        assert!(matches!(&folded[0], Change::Votes { interrupt_id, .. } if interrupt_id == "i2"));
+        match &folded[2] {
+            Change::Resolve {
+                interrupt_id,
+                votes: Some(text),
+                ..
+            } => {
+                assert_eq!(interrupt_id, "i1");
+                assert_eq!(super::super::votes::parse("i1", text).unwrap().len(), 2);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(folded.len(), 3);
+        // A vote that does not decide is written on its own.
+        let recorded = statements(vec![votes("i1", 1)]);
+        assert!(recorded[0].sql.starts_with("UPDATE interrupts SET votes = ?"));
     }
 
     #[test]
@@ -768,7 +777,7 @@ mod tests {
         assert_eq!(split(vec![interrupt("i1"), interrupt("i2")]), vec![0..3, 3..6]);
         // Cancelling every pending interrupt must see the one resolved just before.
         let rejected = vec![
-            vote(1),
+            votes("i1", 1),
             resolve("i1"),
             Change::CancelPending {
                 run_id: run_id(),
@@ -777,8 +786,8 @@ mod tests {
             events(),
             run(),
         ];
-        // Vote, count, resolve | count, cancel, events, run.
-        assert_eq!(split(rejected), vec![0..3, 3..7]);
+        // Count, resolve with the vote | count, cancel, events, run.
+        assert_eq!(split(rejected), vec![0..2, 2..6]);
         // The same run updated twice: the second must follow the first.
         assert_eq!(split(vec![run(), run()]), vec![0..1, 1..2]);
         // Two resolves counting on one counter row: the second decrement follows the first.
@@ -790,11 +799,8 @@ mod tests {
 
     #[test]
     fn a_batch_stays_under_the_parameter_limit() {
-        let many: Vec<Change> = (0..2_000).map(vote).collect();
-        let mut statements = Vec::new();
-        for c in many {
-            statements_of(c, Dialect::Postgres, EventIds::default(), &mut statements);
-        }
+        // Two parameters each, on distinct rows: only the limit splits them.
+        let statements = statements((0..5_000).map(|i| votes(&format!("i{i}"), 1)).collect());
         let batches = batches(&statements);
         assert!(batches.len() > 1);
         assert_eq!(batches.last().unwrap().end, statements.len());

@@ -530,35 +530,38 @@ impl Store {
         }
         let marks = vec!["?"; interrupt_ids.len()].join(", ");
         let sql = format!(
-            "SELECT v.interrupt_id, v.principal, v.action, v.resume_value, \
-             (SELECT {} FROM interrupts i WHERE i.interrupt_id = v.interrupt_id) \
-             FROM votes v WHERE v.superseded = 0 AND v.action <> 'ask' AND v.interrupt_id IN ({marks})",
-            self.dialect().json_member("i.payload", "data.artifactData")
+            "SELECT interrupt_id, votes, {} FROM interrupts WHERE interrupt_id IN ({marks}) AND votes <> '[]'",
+            self.dialect().json_member("payload", "data.artifactData")
         );
         let sql = self.q(&sql).into_owned();
-        let mut q = sqlx::query_as::<_, (String, String, String, String, Option<String>)>(&sql);
+        let mut q = sqlx::query_as::<_, (String, String, Option<String>)>(&sql);
         for id in interrupt_ids {
             q = q.bind(*id);
         }
-        q.fetch_all(&self.read)
-            .await?
-            .into_iter()
-            .map(|(interrupt_id, principal, action, rv, original)| {
-                Ok(CountedVote {
-                    action: action.parse()?,
-                    resume_value: serde_json::from_str(&rv)
-                        .map_err(|e| EngineError::Storage(format!("votes.resume_value: {e}")))?,
-                    original: original
-                        .map(|o| serde_json::from_str(&o))
-                        .transpose()
-                        .map_err(|e| {
-                            EngineError::Storage(format!("interrupts.payload of {interrupt_id}: {e}"))
-                        })?,
-                    interrupt_id,
-                    principal,
-                })
-            })
-            .collect()
+        let mut counted = Vec::new();
+        for (interrupt_id, votes, original) in q.fetch_all(&self.read).await? {
+            let votes: Vec<_> = super::votes::parse(&interrupt_id, &votes)?
+                .into_iter()
+                .filter(|v| v.counts())
+                .collect();
+            if votes.is_empty() {
+                continue;
+            }
+            let original: Option<Value> = original
+                .map(|o| serde_json::from_str(&o))
+                .transpose()
+                .map_err(|e| EngineError::Storage(format!("interrupts.payload of {interrupt_id}: {e}")))?;
+            for vote in votes {
+                counted.push(CountedVote {
+                    interrupt_id: interrupt_id.clone(),
+                    principal: vote.principal,
+                    action: vote.action,
+                    resume_value: vote.resume_value,
+                    original: original.clone(),
+                });
+            }
+        }
+        Ok(counted)
     }
 
     /// What the inbox summarises of each interrupt: its payload's `data`

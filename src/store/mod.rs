@@ -32,6 +32,7 @@ mod sqlite;
 pub mod testing;
 pub(crate) mod token_keys;
 mod value;
+pub(crate) mod votes;
 mod wal_buffer;
 
 pub use sql::Dialect;

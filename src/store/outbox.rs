@@ -161,13 +161,19 @@ pub(crate) fn claim_reminder(conn: &WriteConn, interrupt_id: &str, now: Millis) 
     Ok(claimed > 0)
 }
 
-/// Everyone who has voted (or asked) on an interrupt.
+/// Everyone who has voted (or asked) on an interrupt, in the order they first did.
 pub(crate) fn voters(conn: &WriteConn, interrupt_id: &str) -> Result<Vec<String>> {
-    conn.query_map(
-        "SELECT DISTINCT principal FROM votes WHERE interrupt_id = ?",
+    let votes: Option<String> = conn.query_scalar(
+        "SELECT votes FROM interrupts WHERE interrupt_id = ?",
         args![interrupt_id],
-        |r| r.get(0),
-    )
+    )?;
+    let mut voters: Vec<String> = Vec::new();
+    for vote in super::votes::parse(interrupt_id, votes.as_deref().unwrap_or("[]"))? {
+        if !voters.contains(&vote.principal) {
+            voters.push(vote.principal);
+        }
+    }
+    Ok(voters)
 }
 
 /// A pending interrupt whose deadline is near and that was not reminded yet.

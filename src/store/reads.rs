@@ -8,25 +8,10 @@ use crate::clock::Millis;
 use crate::error::{EngineError, Result};
 use crate::events::{RunEvent, EVENT_SCHEMA_VERSION};
 use crate::ids::TenantRange;
-use serde_json::Value;
 use tollgate_wire::EventType;
-use tollgate_wire::{ApprovalAction, InterruptKind, InterruptStatus, NodeStatus};
+use tollgate_wire::{InterruptKind, InterruptStatus, NodeStatus};
 
-/// One vote (or `ask`) on an interrupt, in the order they were cast.
-#[derive(Debug, Clone)]
-pub(crate) struct StoredVote {
-    pub principal: String,
-    pub cast_by: Option<String>,
-    pub action: ApprovalAction,
-    pub eligible_via: String,
-    pub decided_at: Millis,
-    /// A later vote of the same person replaced it.
-    pub superseded: bool,
-    pub resume_value: Value,
-}
-
-/// A vote's columns: (principal, action, eligible_via, decided_at, superseded, resume_value, cast_by).
-type VoteColumns = (String, String, String, Millis, i64, String, Option<String>);
+pub(crate) use super::votes::StoredVote;
 
 /// Which interrupts of a tenant a listing wants.
 pub(crate) struct InterruptQuery<'a> {
@@ -117,28 +102,12 @@ impl Store {
 
     /// The votes on an interrupt, in the order they were cast.
     pub(crate) async fn votes(&self, interrupt_id: &str) -> Result<Vec<StoredVote>> {
-        let rows: Vec<VoteColumns> = sqlx::query_as(&self.q(
-            "SELECT principal, action, eligible_via, decided_at, superseded, resume_value, cast_by FROM votes WHERE interrupt_id = ? ORDER BY seq",
-        ))
-        .bind(interrupt_id)
-        .fetch_all(&self.read)
-        .await?;
-        rows.into_iter()
-            .map(
-                |(principal, action, eligible_via, decided_at, superseded, rv, cast_by)| {
-                    Ok(StoredVote {
-                        cast_by,
-                        action: action.parse()?,
-                        resume_value: serde_json::from_str(&rv)
-                            .map_err(|e| EngineError::Storage(format!("votes.resume_value: {e}")))?,
-                        principal,
-                        eligible_via,
-                        decided_at,
-                        superseded: superseded != 0,
-                    })
-                },
-            )
-            .collect()
+        let votes: Option<String> =
+            sqlx::query_scalar(&self.q("SELECT votes FROM interrupts WHERE interrupt_id = ?"))
+                .bind(interrupt_id)
+                .fetch_optional(&self.read)
+                .await?;
+        super::votes::parse(interrupt_id, votes.as_deref().unwrap_or("[]"))
     }
 
     /// A run's events after `after`, in sequence order.

@@ -146,8 +146,12 @@ pub(crate) struct InterruptRow {
     pub resolution: Option<String>,
     /// The inbox rule group the interrupt counts in while pending.
     pub inbox_group: Option<String>,
-    /// Votes as JSON `[principal, action, superseded, is_override, resume_value]`, when loaded with the interrupt.
+    /// The `votes` column (`store::votes`), when loaded for a command
+    /// ([`latest_interrupt_sql`]).
     pub votes_json: Option<String>,
+    /// Of the voters in `votes_json`, those who hold the override now: a
+    /// JSON array of principal ids (`null` when none).
+    pub override_voters: Option<String>,
 }
 
 pub(crate) const INTERRUPT_COLUMNS: &str = "interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, request, eligibility, workflow_id, title, owner_subject, created_at, deadline_at, resolved_at, resolution, inbox_group";
@@ -202,7 +206,8 @@ impl InterruptRow {
         ))
     }
 
-    /// Decodes a row selected with [`INTERRUPT_COLUMNS`] (and optionally `votes_json`), from either pool.
+    /// Decodes a row selected with [`INTERRUPT_COLUMNS`] (and optionally
+    /// `votes` and the override holders among its voters), from either pool.
     pub(crate) fn from_row(row: &Row) -> Result<InterruptRow> {
         let kind: InterruptKind = row.get(5)?;
         // Straight into the rules (`null` is none), not through a `Value`.
@@ -232,6 +237,7 @@ impl InterruptRow {
             resolution: row.get(17)?,
             inbox_group: row.get(18)?,
             votes_json: if row.has(19) { row.get(19)? } else { None },
+            override_voters: if row.has(20) { row.get(20)? } else { None },
         })
     }
 }
@@ -318,19 +324,19 @@ static LOAD_RUN_FOR_UPDATE: LazyLock<String> =
 /// from any instance take turns, and each sees what the previous one wrote.
 static LOAD_RUN_FOR_UPDATE_PG: LazyLock<String> =
     LazyLock::new(|| format!("SELECT {RUN_COLUMNS}, nodes FROM runs WHERE run_id = $1 FOR UPDATE"));
-/// The newest interrupt of a node with its votes as JSON (`votes_json`).
+/// The newest interrupt of a node with its votes, and which of its voters
+/// hold the override now (read at decision time, as the directory says).
 static LATEST_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_group_array(json_array(principal, action, superseded, is_override, json(resume_value), cast_by)) FROM \
-           (SELECT v.principal, v.action, v.superseded, CASE WHEN v.cast_by IS NULL THEN COALESCE(p.is_override, 0) ELSE 0 END AS is_override, v.resume_value, v.cast_by FROM votes v \
-            LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = interrupts.interrupt_id ORDER BY v.seq)) AS votes_json \
+        "SELECT {INTERRUPT_COLUMNS}, votes, (SELECT json_group_array(p.id) FROM principals p WHERE p.is_override = 1 \
+           AND p.id IN (SELECT v.value ->> 0 FROM json_each(interrupts.votes) v)) \
          FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
     )
 });
 static LATEST_INTERRUPT_PG: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {INTERRUPT_COLUMNS}, (SELECT json_agg(json_build_array(v.principal, v.action, v.superseded, CASE WHEN v.cast_by IS NULL THEN COALESCE(p.is_override, 0) ELSE 0 END, v.resume_value::json, v.cast_by) ORDER BY v.seq)::text \
-           FROM votes v LEFT JOIN principals p ON p.id = v.principal WHERE v.interrupt_id = interrupts.interrupt_id) AS votes_json \
+        "SELECT {INTERRUPT_COLUMNS}, votes, (SELECT json_agg(p.id)::text FROM principals p WHERE p.is_override = 1 \
+           AND p.id IN (SELECT v ->> 0 FROM json_array_elements(interrupts.votes::json) v)) \
          FROM interrupts WHERE run_id = $1 AND node_id = $2 ORDER BY visit DESC LIMIT 1"
     )
 });
@@ -505,6 +511,7 @@ mod tests {
             resolution: None,
             inbox_group: None,
             votes_json: None,
+            override_voters: None,
         }
     }
 
