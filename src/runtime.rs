@@ -1574,24 +1574,11 @@ mod tests {
 
     fn run_row() -> RunRow {
         RunRow {
-            run_id: RunId::trusted(RUN),
-            tenant: TenantId::trusted("acme"),
-            workflow_id: "w".into(),
-            workflow_digest: "d".into(),
             status: RunStatus::WaitingApproval,
             owner: json!({"tenant": "acme", "subject": {"subjectId": "owner"}}),
             current_node_id: Some(NodeId::trusted("gate")),
-            error: None,
-            inputs: json!({}),
-            configurable: None,
-            tags: None,
-            metadata: None,
-            callback_url: None,
             next_sequence: 5,
-            created_at: 0,
-            completed_at: None,
-            requested_by: None,
-            nodes_json: None,
+            ..RunRow::sample(RUN)
         }
     }
 

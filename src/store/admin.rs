@@ -38,6 +38,20 @@ pub(crate) type PendingTuple = (
     Option<Millis>,
     i64,
 );
+/// A pending interrupt as [`Store::most_urgent`] reads it.
+#[derive(sqlx::FromRow)]
+struct UrgentRow {
+    run_id: String,
+    node_id: String,
+    kind: String,
+    title: String,
+    workflow_id: String,
+    created_at: Millis,
+    deadline_at: Option<Millis>,
+    interrupt_id: String,
+    votes: String,
+}
+
 /// (resolved_at, kind, resolution.decision, resolution.reason, resolution.action).
 pub(crate) type ResolvedTuple = (Millis, String, Option<String>, Option<String>, Option<String>);
 /// (id, name, email, groups, roles, is_override, password_hash).
@@ -142,18 +156,7 @@ impl Store {
     /// deadline, then the oldest without one.
     pub(crate) async fn most_urgent(&self, tenant: &str, limit: i64) -> Result<Vec<PendingTuple>> {
         let range = TenantRange::of(tenant);
-        type Row = (
-            String,
-            String,
-            String,
-            String,
-            String,
-            Millis,
-            Option<Millis>,
-            String,
-            String,
-        );
-        let rows: Vec<Row> = sqlx::query_as(&self.q(&format!(
+        let rows: Vec<UrgentRow> = sqlx::query_as(&self.q(&format!(
             "SELECT i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.created_at, i.deadline_at, i.interrupt_id, i.votes \
                  FROM interrupts i WHERE i.status = 'pending' AND {} \
                  ORDER BY i.deadline_at IS NULL, i.deadline_at, i.created_at LIMIT ?",
@@ -165,25 +168,23 @@ impl Store {
         .fetch_all(&self.read)
         .await?;
         rows.into_iter()
-            .map(
-                |(run, node, kind, title, workflow, created, deadline, interrupt_id, votes)| {
-                    // Votes and asks that no later one replaced.
-                    let standing = super::votes::parse(&interrupt_id, &votes)?
-                        .iter()
-                        .filter(|v| !v.superseded)
-                        .count();
-                    Ok((
-                        run,
-                        node,
-                        kind,
-                        title,
-                        workflow,
-                        created,
-                        deadline,
-                        standing as i64,
-                    ))
-                },
-            )
+            .map(|r| {
+                // Votes and asks that no later one replaced.
+                let standing = super::votes::parse(&r.interrupt_id, &r.votes)?
+                    .iter()
+                    .filter(|v| !v.superseded)
+                    .count();
+                Ok((
+                    r.run_id,
+                    r.node_id,
+                    r.kind,
+                    r.title,
+                    r.workflow_id,
+                    r.created_at,
+                    r.deadline_at,
+                    standing as i64,
+                ))
+            })
             .collect()
     }
 

@@ -740,26 +740,7 @@ mod tests {
 
     #[test]
     fn an_update_of_a_row_written_earlier_starts_a_new_statement() {
-        let new_run = crate::runtime::RunRow {
-            run_id: run_id(),
-            tenant: tollgate_wire::TenantId::trusted("t".to_string()),
-            workflow_id: "w".into(),
-            workflow_digest: "d".into(),
-            status: RunStatus::Running,
-            owner: serde_json::json!({}),
-            current_node_id: None,
-            error: None,
-            inputs: serde_json::json!({}),
-            configurable: None,
-            tags: None,
-            metadata: None,
-            callback_url: None,
-            next_sequence: 1,
-            created_at: 0,
-            completed_at: None,
-            requested_by: None,
-            nodes_json: None,
-        };
+        let new_run = crate::runtime::RunRow::sample("t/r1");
         let new_run = || Change::NewRun {
             run: Box::new(new_run.clone()),
             nodes: NodeDocument {

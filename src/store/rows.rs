@@ -74,6 +74,32 @@ impl RunRow {
         self.status.is_terminal()
     }
 
+    /// A running run of workflow `w` owned by nobody in particular, with
+    /// nothing loaded beside it: the base of unit tests' runs.
+    #[cfg(test)]
+    pub(crate) fn sample(run_id: &str) -> RunRow {
+        RunRow {
+            tenant: TenantId::trusted(crate::ids::tenant_of(run_id)),
+            run_id: RunId::trusted(run_id),
+            workflow_id: "w".into(),
+            workflow_digest: "d".into(),
+            status: RunStatus::Running,
+            owner: serde_json::json!({}),
+            requested_by: None,
+            current_node_id: None,
+            error: None,
+            inputs: serde_json::json!({}),
+            configurable: None,
+            tags: None,
+            metadata: None,
+            callback_url: None,
+            next_sequence: 1,
+            created_at: 0,
+            completed_at: None,
+            nodes_json: None,
+        }
+    }
+
     /// The subject id of the run's owner (`owner.subject.subjectId`).
     pub fn owner_subject_id(&self) -> String {
         self.owner["subject"]["subjectId"]
@@ -615,26 +641,7 @@ mod tests {
 
     #[test]
     fn a_run_loaded_without_its_node_states_is_refused() {
-        let run = RunRow {
-            run_id: RunId::trusted("t/r1"),
-            tenant: TenantId::trusted("t"),
-            workflow_id: "w".into(),
-            workflow_digest: "d".into(),
-            status: RunStatus::Running,
-            owner: json!({}),
-            requested_by: None,
-            current_node_id: None,
-            error: None,
-            inputs: json!({}),
-            configurable: None,
-            tags: None,
-            metadata: None,
-            callback_url: None,
-            next_sequence: 1,
-            created_at: 0,
-            completed_at: None,
-            nodes_json: None,
-        };
+        let run = RunRow::sample("t/r1");
         assert!(matches!(node_rows(&run), Err(EngineError::Storage(m)) if m.contains("t/r1")));
     }
 
