@@ -97,6 +97,58 @@ async fn vote(engine: &Engine, run: &tollgate::RunId, who: &str, action: &str) {
         .unwrap();
 }
 
+/// The overview counts a quorum gate's standing votes: a person's second
+/// vote replaces their first, an `ask` stands beside the votes.
+#[tokio::test]
+async fn overview_counts_the_standing_votes_of_a_pending_gate() {
+    let f = fixture().await;
+    f.engine
+        .register_workflow(json!({
+            "id": "quorum", "name": "Quorum", "version": "1",
+            "nodes": [{"id": "review", "typeId": "core.approvalGate", "config": {
+                "title": "Two of finance", "actions": ["accept", "reject", "ask"], "requiredApprovals": 2,
+                "approverGroupRefs": ["finance"]
+            }}],
+            "edges": []
+        }))
+        .await
+        .unwrap();
+    let run = start(&f.engine, "quorum").await;
+    let standing = |o: &tollgate::engine::admin::AdminOverview| {
+        o.pending.iter().find(|p| p.run_id == run.as_str()).unwrap().votes
+    };
+    assert_eq!(
+        standing(&f.engine.admin_overview(&admin("acme"), 14).await.unwrap()),
+        0
+    );
+    vote(&f.engine, &run, "ann", "accept").await;
+    vote(&f.engine, &run, "ann", "accept").await;
+    assert_eq!(
+        standing(&f.engine.admin_overview(&admin("acme"), 14).await.unwrap()),
+        1
+    );
+    vote(&f.engine, &run, "bob", "ask").await;
+    assert_eq!(
+        standing(&f.engine.admin_overview(&admin("acme"), 14).await.unwrap()),
+        2
+    );
+    // The timeline's audit keeps every vote in cast order, the replaced one marked.
+    let t = f.engine.run_timeline(&admin("acme"), &run).await.unwrap();
+    let audit: Vec<(&str, &str, bool)> = t
+        .audit
+        .iter()
+        .map(|a| (a.principal.as_str(), a.action.as_str(), a.counted))
+        .collect();
+    assert_eq!(
+        audit,
+        [
+            ("ann", "accept", false),
+            ("ann", "accept", true),
+            ("bob", "ask", true)
+        ]
+    );
+}
+
 #[tokio::test]
 async fn overview_orders_pending_by_deadline_and_buckets_them_by_age() {
     let f = fixture().await;
