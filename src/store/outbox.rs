@@ -163,10 +163,7 @@ pub(crate) fn claim_reminder(conn: &WriteConn, interrupt_id: &str, now: Millis) 
 
 /// Everyone who has voted (or asked) on an interrupt, in the order they first did.
 pub(crate) fn voters(conn: &WriteConn, interrupt_id: &str) -> Result<Vec<String>> {
-    let votes: Option<String> = conn.query_scalar(
-        "SELECT votes FROM interrupts WHERE interrupt_id = ?",
-        args![interrupt_id],
-    )?;
+    let votes: Option<String> = conn.query_scalar(super::votes::VOTES_OF_SQL, args![interrupt_id])?;
     let mut voters: Vec<String> = Vec::new();
     for vote in super::votes::parse(interrupt_id, votes.as_deref().unwrap_or("[]"))? {
         if !voters.contains(&vote.principal) {

@@ -102,11 +102,10 @@ impl Store {
 
     /// The votes on an interrupt, in the order they were cast.
     pub(crate) async fn votes(&self, interrupt_id: &str) -> Result<Vec<StoredVote>> {
-        let votes: Option<String> =
-            sqlx::query_scalar(&self.q("SELECT votes FROM interrupts WHERE interrupt_id = ?"))
-                .bind(interrupt_id)
-                .fetch_optional(&self.read)
-                .await?;
+        let votes: Option<String> = sqlx::query_scalar(&self.q(super::votes::VOTES_OF_SQL))
+            .bind(interrupt_id)
+            .fetch_optional(&self.read)
+            .await?;
         super::votes::parse(interrupt_id, votes.as_deref().unwrap_or("[]"))
     }
 
@@ -167,7 +166,7 @@ impl Store {
         let mut due = Vec::new();
         for (run_id, nodes) in runs {
             for node in super::rows::parse_node_rows(&nodes)? {
-                if node.status == NodeStatus::Waiting && node.due_at.is_some_and(|d| d <= now) {
+                if node.delay_due_at().is_some_and(|d| d <= now) {
                     due.push((run_id.clone(), String::from(node.node_id)));
                 }
             }

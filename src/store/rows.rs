@@ -138,6 +138,13 @@ pub(crate) struct NodeRow {
     pub waiting: Option<RunStatus>,
 }
 
+impl NodeRow {
+    /// When this node's `core.delay` timer fires: only while it waits for it.
+    pub(crate) fn delay_due_at(&self) -> Option<Millis> {
+        self.due_at.filter(|_| self.status == NodeStatus::Waiting)
+    }
+}
+
 /// An interrupt as stored, decoded once (see [`RunRow`]).
 #[derive(Debug, Clone)]
 #[allow(dead_code)] // every column is selected; not all are read yet
@@ -474,11 +481,7 @@ pub(crate) fn node_document(rows: &[NodeRow]) -> Result<NodeDocument> {
             )
         })
         .collect();
-    let delay_due_at = rows
-        .iter()
-        .filter(|r| r.status == NodeStatus::Waiting)
-        .filter_map(|r| r.due_at)
-        .min();
+    let delay_due_at = rows.iter().filter_map(NodeRow::delay_due_at).min();
     Ok(NodeDocument {
         json: serde_json::to_string(&elements)?,
         delay_due_at,

@@ -71,6 +71,9 @@ impl StoredVote {
     }
 }
 
+/// An interrupt's `votes` column (binds the interrupt id; no row: no such interrupt).
+pub(crate) const VOTES_OF_SQL: &str = "SELECT votes FROM interrupts WHERE interrupt_id = ?";
+
 /// The votes of interrupt `interrupt_id` from its `votes` column.
 pub(crate) fn parse(interrupt_id: &str, text: &str) -> Result<Vec<StoredVote>> {
     serde_json::from_str(text).map_err(|e| EngineError::Storage(format!("votes of {interrupt_id}: {e}")))
