@@ -30,3 +30,86 @@ impl RunEvent {
         self.event_type.is_terminal()
     }
 }
+
+/// Payloads of the events a resolve writes, serialised straight from
+/// borrowed fields: no map is built and no value cloned on the writer
+/// (issue #17). Fields are declared in the order serde_json's maps write
+/// their keys (sorted), so the stored text is byte for byte what a
+/// `json!` map of the same members writes.
+pub mod payloads {
+    use serde::Serialize;
+    use serde_json::Value;
+    use std::collections::BTreeMap;
+
+    /// `node.resumed`.
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct NodeResumed<'a> {
+        pub interrupt_id: &'a str,
+        pub node_id: &'a str,
+        pub resume_value: &'a Value,
+    }
+
+    /// `node.completed`.
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct NodeCompleted<'a> {
+        pub node_id: &'a str,
+        pub outputs: &'a Value,
+    }
+
+    /// `run.completed`: the outputs of the run's completed end nodes, by node.
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct RunCompleted<'a> {
+        pub duration_ms: i64,
+        pub outputs: BTreeMap<&'a str, &'a Value>,
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use serde_json::json;
+
+        fn text<T: Serialize>(payload: &T) -> String {
+            serde_json::to_string(payload).unwrap()
+        }
+
+        /// The typed payloads write the bytes the maps wrote before them.
+        #[test]
+        fn typed_payloads_write_the_text_of_their_maps() {
+            let value = json!({ "action": "accept", "z": [1, {"b": 2, "a": "é\""}], "a": null });
+            assert_eq!(
+                text(&NodeResumed {
+                    interrupt_id: "i-1",
+                    node_id: "gate",
+                    resume_value: &value
+                }),
+                json!({ "nodeId": "gate", "interruptId": "i-1", "resumeValue": value }).to_string()
+            );
+            assert_eq!(
+                text(&NodeCompleted {
+                    node_id: "gate",
+                    outputs: &value
+                }),
+                json!({ "nodeId": "gate", "outputs": value }).to_string()
+            );
+            let other = json!({ "resumeValue": { "action": "reject" } });
+            let outputs = BTreeMap::from([("gate", &value), ("b-end", &other)]);
+            assert_eq!(
+                text(&RunCompleted {
+                    duration_ms: 42,
+                    outputs
+                }),
+                json!({ "outputs": { "gate": value, "b-end": other }, "durationMs": 42 }).to_string()
+            );
+            assert_eq!(
+                text(&RunCompleted {
+                    duration_ms: 0,
+                    outputs: BTreeMap::new()
+                }),
+                json!({ "outputs": {}, "durationMs": 0 }).to_string()
+            );
+        }
+    }
+}

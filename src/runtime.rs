@@ -10,6 +10,7 @@ use crate::clock::Millis;
 use crate::definition::{resolve_inputs, DecisionSpec, InterruptSpec, NodeBehaviour, Workflow, MAX_WAIT_MS};
 use crate::directory::{Actor, Principal};
 use crate::error::{EngineError, Result};
+use crate::events::payloads;
 use crate::ids;
 use crate::interrupt::{reentry_key, InterruptKind};
 use crate::routing::Trigger;
@@ -223,13 +224,29 @@ impl<'a> Exec<'a> {
     }
 
     pub fn emit(&mut self, event_type: EventType, node_id: Option<&str>, payload: Value) -> Result<i64> {
+        self.emit_text(event_type, node_id, json_text(&payload))
+    }
+
+    /// [`Exec::emit`] with a typed payload (`crate::events::payloads`), written
+    /// straight to text.
+    fn emit_typed<T: serde::Serialize>(
+        &mut self,
+        event_type: EventType,
+        node_id: Option<&str>,
+        payload: &T,
+    ) -> Result<i64> {
+        self.emit_text(event_type, node_id, serde_json::to_string(payload)?)
+    }
+
+    /// [`Exec::emit`] with the payload already written as JSON text.
+    fn emit_text(&mut self, event_type: EventType, node_id: Option<&str>, payload: String) -> Result<i64> {
         let sequence = self.run.next_sequence;
         self.run.next_sequence += 1;
         self.pending_events.push(NewEvent {
             sequence,
             event_type,
             node_id: node_id.map(NodeId::trusted),
-            payload: json_text(&payload),
+            payload,
         });
         Ok(sequence)
     }
@@ -551,19 +568,22 @@ impl<'a> Exec<'a> {
     }
 
     fn complete(&mut self, node_id: &str, outputs: Value) -> Result<()> {
+        self.record_facts(node_id, NodeStatus::Completed, Some(&outputs), None);
+        self.emit_typed(
+            EventType::NodeCompleted,
+            Some(node_id),
+            &payloads::NodeCompleted {
+                node_id,
+                outputs: &outputs,
+            },
+        )?;
         {
             let st = self.state_mut(node_id);
             st.status = NodeStatus::Completed;
-            st.output = Some(outputs.clone());
+            st.output = Some(outputs);
             st.due_at = None;
             st.waiting = None;
         }
-        self.record_facts(node_id, NodeStatus::Completed, Some(&outputs), None);
-        self.emit(
-            EventType::NodeCompleted,
-            Some(node_id),
-            json!({ "nodeId": node_id, "outputs": outputs }),
-        )?;
         self.propagate(node_id)
     }
 
@@ -775,19 +795,26 @@ impl<'a> Exec<'a> {
         let facts = routed
             .then(|| resolution_facts(interrupt, &resolved))
             .transpose()?;
+        // The interrupt's resolution is its `interrupt.resolved` payload: written once.
+        let resolution = json_text(&resolved);
+        drop(resolved);
         self.changes.push(Change::Resolve {
             interrupt_id: interrupt.interrupt_id.clone(),
             inbox: interrupt.inbox_group.clone(),
             at: self.now,
-            resolution: json_text(&resolved),
+            resolution: resolution.clone(),
             votes: None,
         });
-        self.emit(EventType::InterruptResolved, Some(node_id), resolved)?;
+        self.emit_text(EventType::InterruptResolved, Some(node_id), resolution)?;
         if let Some(rv) = &resume_value {
-            self.emit(
+            self.emit_typed(
                 EventType::NodeResumed,
                 Some(node_id),
-                json!({ "nodeId": node_id, "interruptId": interrupt.interrupt_id, "resumeValue": rv }),
+                &payloads::NodeResumed {
+                    interrupt_id: &interrupt.interrupt_id,
+                    node_id,
+                    resume_value: rv,
+                },
             )?;
         }
         if failure.is_none() {
@@ -1094,7 +1121,8 @@ impl<'a> Exec<'a> {
             self.run.current_node_id = None;
             return Ok(());
         }
-        let mut outputs = Map::new();
+        self.close_conversations("run-completed")?;
+        let mut outputs = BTreeMap::new();
         for n in &wf.nodes {
             if wf.outgoing(&n.id).next().is_none() {
                 if let Some(st) = self
@@ -1107,17 +1135,16 @@ impl<'a> Exec<'a> {
                         .as_ref()
                         .filter(|o| o.as_object().is_some_and(|m| !m.is_empty()))
                     {
-                        outputs.insert(n.id.clone(), o.clone());
+                        outputs.insert(n.id.as_str(), o);
                     }
                 }
             }
         }
-        self.close_conversations("run-completed")?;
-        self.emit(
-            EventType::RunCompleted,
-            None,
-            json!({ "outputs": outputs, "durationMs": duration }),
-        )?;
+        let payload = serde_json::to_string(&payloads::RunCompleted {
+            duration_ms: duration,
+            outputs,
+        })?;
+        self.emit_text(EventType::RunCompleted, None, payload)?;
         self.run.status = RunStatus::Completed;
         self.run.current_node_id = None;
         self.run.completed_at = Some(self.now);

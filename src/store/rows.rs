@@ -358,18 +358,21 @@ static LOAD_RUN_FOR_UPDATE: LazyLock<String> =
 static LOAD_RUN_FOR_UPDATE_PG: LazyLock<String> =
     LazyLock::new(|| format!("SELECT {RUN_COLUMNS}, nodes FROM runs WHERE run_id = $1 FOR UPDATE"));
 /// The newest interrupt of a node with its votes, and which of its voters
-/// hold the override now (read at decision time, as the directory says).
+/// hold the override now (read at decision time, as the directory says;
+/// not looked up when no one has voted, a resolve's usual case).
 static LATEST_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {INTERRUPT_COLUMNS}, votes, (SELECT json_group_array(p.id) FROM principals p WHERE p.is_override = 1 \
-           AND p.id IN (SELECT v.value ->> 0 FROM json_each(interrupts.votes) v)) \
+        "SELECT {INTERRUPT_COLUMNS}, votes, CASE WHEN votes = '[]' THEN NULL ELSE \
+           (SELECT json_group_array(p.id) FROM principals p WHERE p.is_override = 1 \
+           AND p.id IN (SELECT v.value ->> 0 FROM json_each(interrupts.votes) v)) END \
          FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
     )
 });
 static LATEST_INTERRUPT_PG: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {INTERRUPT_COLUMNS}, votes, (SELECT json_agg(p.id)::text FROM principals p WHERE p.is_override = 1 \
-           AND p.id IN (SELECT v ->> 0 FROM json_array_elements(interrupts.votes::json) v)) \
+        "SELECT {INTERRUPT_COLUMNS}, votes, CASE WHEN votes = '[]' THEN NULL ELSE \
+           (SELECT json_agg(p.id)::text FROM principals p WHERE p.is_override = 1 \
+           AND p.id IN (SELECT v ->> 0 FROM json_array_elements(interrupts.votes::json) v)) END \
          FROM interrupts WHERE run_id = $1 AND node_id = $2 ORDER BY visit DESC LIMIT 1"
     )
 });
