@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tollgate::{Engine, EngineOptions, Principal};
+use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
@@ -140,26 +141,33 @@ pub fn router(state: AppState) -> Router {
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
             tollgate_app::shell,
         ))
-        .layer(axum::middleware::from_fn(crate::server_fns::args_status))
-        .layer(axum::middleware::from_fn_with_state(console, to_console))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            session::guard,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            session::load_principal,
-        ))
-        // Inside the metrics layer, so a caught panic is counted as a 500.
-        .layer(CatchPanicLayer::custom(api::error::panic_response))
-        .layer(axum::middleware::from_fn(api::metrics::track_http))
-        .layer(axum::middleware::from_fn_with_state(
-            crate::headers::SecurityHeaders {
-                https: public_url_is_https(&state.config),
-            },
-            crate::headers::set,
-        ))
-        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+        // One stack, outermost first, applied to each route once: a layer
+        // of its own per `Router::layer` would box every route once per
+        // layer, and each `from_fn` clones what it wraps per request (#17).
+        // Per route, so the metrics and the API edge see the matched path.
+        .layer(
+            ServiceBuilder::new()
+                .layer(TraceLayer::new_for_http().make_span_with(request_span))
+                .layer(axum::middleware::from_fn_with_state(
+                    crate::headers::SecurityHeaders {
+                        https: public_url_is_https(&state.config),
+                    },
+                    crate::headers::set,
+                ))
+                .layer(axum::middleware::from_fn(api::metrics::track_http))
+                // Inside the metrics layer, so a caught panic is counted as a 500.
+                .layer(CatchPanicLayer::custom(api::error::panic_response))
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    session::load_principal,
+                ))
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    session::guard,
+                ))
+                .layer(axum::middleware::from_fn_with_state(console, to_console))
+                .layer(axum::middleware::from_fn(crate::server_fns::args_status)),
+        )
         .with_state(state)
 }
 
