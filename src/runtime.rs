@@ -16,7 +16,6 @@ use crate::interrupt::{reentry_key, InterruptKind};
 use crate::routing::Trigger;
 use crate::store::changes::{self, Change, NewEvent, NewInterrupt};
 use crate::store::conversations::{self, ConversationChange, OpenConversation};
-use crate::store::json_text;
 pub(crate) use crate::store::rows::{
     latest_interrupt_for_update, load_directory, load_run_for_update, pending_interrupt_for_update,
     InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS,
@@ -24,6 +23,7 @@ pub(crate) use crate::store::rows::{
 use crate::store::rows::{node_document, node_rows, NodeDocument, NodeRow};
 use crate::store::votes::{self, StoredVote};
 use crate::store::WriteConn;
+use crate::store::{json_text, NewestEvent};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use tollgate_wire::{EventType, MailReason, NodeId, NodeStatus, RunId, RunStatus, TenantId};
@@ -179,6 +179,7 @@ impl<'a> Exec<'a> {
             completed_at: None,
             requested_by: new.requested_by,
             nodes_json: None,
+            newest_event: NewestEvent::Known(None),
         };
         let recursion_limit = recursion_limit(&run);
         let mut exec = Exec {
@@ -1256,7 +1257,9 @@ impl<'a> Exec<'a> {
                 nodes,
             });
         }
-        changes::apply(self.conn, changes)?;
+        // The returned row no longer knows its newest event.
+        let newest = std::mem::take(&mut self.run.newest_event);
+        changes::apply_for_run(self.conn, changes, self.run.run_id.as_str(), newest)?;
         Ok(self.run)
     }
 }

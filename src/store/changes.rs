@@ -8,7 +8,7 @@
 //! unit test can read what it decided without a database.
 
 use super::rows::NodeDocument;
-use super::{event_log, inbox, json_text, Dialect, Val, WriteConn};
+use super::{event_log, inbox, json_text, Dialect, NewestEvent, Val, WriteConn};
 use crate::clock::Millis;
 use crate::error::Result;
 use std::sync::LazyLock;
@@ -156,9 +156,23 @@ fn opt_int(i: Option<i64>) -> Val {
 /// Writes `changes` in order on the command's connection: as few round
 /// trips as the back end allows (see [`batches`]).
 pub(crate) fn apply(conn: &WriteConn, changes: Vec<Change>) -> Result<()> {
+    apply_with(conn, changes, event_log::Chain::default())
+}
+
+/// [`apply`] for the command that loaded `run_id` (or is creating it),
+/// knowing the run's newest event as loaded.
+pub(crate) fn apply_for_run(
+    conn: &WriteConn,
+    changes: Vec<Change>,
+    run_id: &str,
+    newest: NewestEvent,
+) -> Result<()> {
+    apply_with(conn, changes, event_log::Chain::knowing(run_id, newest))
+}
+
+fn apply_with(conn: &WriteConn, changes: Vec<Change>, mut chain: event_log::Chain) -> Result<()> {
     let dialect = conn.dialect();
     let mut statements = Vec::with_capacity(changes.len() + 2);
-    let mut chain = event_log::Chain::default();
     for change in fold_votes(changes)? {
         // SQLite's events carry their ids and links (store::event_log).
         let ids = match (&change, dialect) {

@@ -56,6 +56,17 @@ pub(super) fn insert(dialect: Dialect, rows: usize) -> &'static str {
 /// parameter after the id: the run id).
 pub(super) const LINK_RUN_SQL: &str = "UPDATE runs SET last_event = ? WHERE run_id = ?";
 
+/// What a command knows of a run's newest event before it appends any: the
+/// run's `last_event` as the command loaded the run (SQLite), so appending
+/// need not read it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NewestEvent {
+    #[default]
+    Unknown,
+    /// The run's newest event id (`None`: it has none, as a new run).
+    Known(Option<i64>),
+}
+
 /// The ids of the events one command appends on SQLite. The next free id and
 /// each run's newest event are read once, then counted here, so the rows
 /// are plain inserts with their ids and links bound and the run's newest
@@ -65,9 +76,22 @@ pub(super) struct Chain {
     next_id: Option<i64>,
     /// Per run: its newest event, and whether a statement records it yet.
     newest: Vec<(String, Option<i64>, bool)>,
+    /// One run's newest event as its command loaded it, not yet appended to.
+    known: Option<(String, Option<i64>)>,
 }
 
 impl Chain {
+    /// A chain for a command that loaded `run_id` and knows its newest event.
+    pub(super) fn knowing(run_id: &str, newest: NewestEvent) -> Chain {
+        Chain {
+            known: match newest {
+                NewestEvent::Known(id) => Some((run_id.to_string(), id)),
+                NewestEvent::Unknown => None,
+            },
+            ..Chain::default()
+        }
+    }
+
     /// Ids for `rows` new events of `run_id`: the first one's id and the id
     /// it follows (the run's newest so far, `None` for its first event).
     pub(super) fn append(
@@ -84,12 +108,14 @@ impl Chain {
         };
         let prev = match self.newest.iter().position(|(run, ..)| run == run_id) {
             Some(i) => self.newest.swap_remove(i).1,
-            None => conn
-                .query_scalar::<Option<i64>>(
-                    "SELECT last_event FROM runs WHERE run_id = ?",
-                    &[Val::Text(Some(run_id.to_string()))],
-                )?
-                .flatten(),
+            None => match self.known.take_if(|(run, _)| run == run_id) {
+                Some((_, newest)) => {
+                    // Nothing may append to the run between its load and here.
+                    debug_assert_eq!(newest, stored_newest(conn, run_id)?, "run {run_id} loaded stale");
+                    newest
+                }
+                None => stored_newest(conn, run_id)?,
+            },
         };
         let last = first + rows as i64 - 1;
         self.newest.push((run_id.to_string(), Some(last), false));
@@ -111,6 +137,16 @@ impl Chain {
             .into_iter()
             .filter_map(|(run, newest, recorded)| newest.filter(|_| !recorded).map(|id| (run, id)))
     }
+}
+
+/// A run's newest event as stored (its `last_event`).
+fn stored_newest(conn: &WriteConn, run_id: &str) -> Result<Option<i64>> {
+    Ok(conn
+        .query_scalar::<Option<i64>>(
+            "SELECT last_event FROM runs WHERE run_id = ?",
+            &[Val::Text(Some(run_id.to_string()))],
+        )?
+        .flatten())
 }
 
 /// Reads `columns` (qualified by `e.`) of a run's events with a sequence
@@ -343,6 +379,50 @@ mod tests {
 
     /// A chain damaged so that it loops (or points into another run) ends
     /// the walk instead of repeating rows or showing another run's events.
+    /// A command that loaded its run links its first event to the newest
+    /// the load saw, without reading it again; another run's events in the
+    /// same command read their own.
+    #[tokio::test]
+    async fn a_loaded_runs_newest_event_links_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_runs(&dir, &["t/a", "t/b"]).await;
+        append(&store, "t/a", 1, 2).await;
+        append(&store, "t/b", 1, 1).await;
+        let event = |run: &str, sequence: i64| Change::Events {
+            run_id: RunId::trusted(run.to_string()),
+            events: vec![NewEvent {
+                sequence,
+                event_type: EventType::NodeCompleted,
+                node_id: None,
+                payload: "{}".into(),
+            }],
+            at: 0,
+        };
+        let (a3, b2) = (event("t/a", 3), event("t/b", 2));
+        let loaded = store
+            .write(move |c| {
+                let run = crate::store::rows::load_run_for_update(c, "t/a")?.expect("stored");
+                changes::apply_for_run(c, vec![b2, a3], "t/a", run.newest_event)?;
+                Ok(run.newest_event)
+            })
+            .await
+            .unwrap();
+        assert!(matches!(loaded, NewestEvent::Known(Some(_))), "{loaded:?}");
+        assert_eq!(sequences(&store, "t/a", 0, 100).await, vec![1, 2, 3]);
+        assert_eq!(sequences(&store, "t/b", 0, 100).await, vec![1, 2]);
+        // A run created in the command has no newest event.
+        store
+            .write(|c| c.execute(INSERT_RUN, args!["t/c"]))
+            .await
+            .unwrap();
+        let c1 = event("t/c", 1);
+        store
+            .write(move |c| changes::apply_for_run(c, vec![c1], "t/c", NewestEvent::Known(None)))
+            .await
+            .unwrap();
+        assert_eq!(sequences(&store, "t/c", 0, 100).await, vec![1]);
+    }
+
     #[tokio::test]
     async fn a_damaged_chain_ends_the_walk() {
         let dir = tempfile::tempdir().unwrap();

@@ -17,6 +17,7 @@ pub(crate) mod conversations;
 pub(crate) mod delegations;
 pub(crate) mod directory;
 mod event_log;
+pub(crate) use event_log::NewestEvent;
 pub(crate) mod idempotency;
 pub(crate) mod inbox;
 pub(crate) mod notices;

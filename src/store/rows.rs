@@ -9,7 +9,7 @@ use crate::clock::Millis;
 use crate::directory::Principal;
 use crate::error::{EngineError, Result};
 use crate::interrupt::InterruptKind;
-use crate::store::{Dialect, Row, WriteConn};
+use crate::store::{Dialect, NewestEvent, Row, WriteConn};
 use serde_json::Value;
 use std::sync::LazyLock;
 use tollgate_wire::{InterruptStatus, NodeId, NodeStatus, RunId, RunStatus, TenantId};
@@ -41,6 +41,9 @@ pub(crate) struct RunRow {
     /// The run's node states (`runs.nodes`, see [`node_document`]), when
     /// loaded for a command.
     pub nodes_json: Option<String>,
+    /// The run's newest event when loaded for a command on SQLite
+    /// (`runs.last_event`), so appending to its chain need not read it again.
+    pub newest_event: NewestEvent,
 }
 
 pub(crate) const RUN_COLUMNS: &str = "run_id, tenant, workflow_id, workflow_digest, status, owner, current_node_id, error, inputs, configurable, tags, metadata, callback_url, next_sequence, created_at, completed_at, requested_by";
@@ -67,6 +70,11 @@ impl RunRow {
             completed_at: row.get(15)?,
             requested_by: row.get(16)?,
             nodes_json: if row.has(17) { row.get(17)? } else { None },
+            newest_event: if row.has(18) {
+                NewestEvent::Known(row.get(18)?)
+            } else {
+                NewestEvent::Unknown
+            },
         })
     }
 
@@ -97,6 +105,7 @@ impl RunRow {
             created_at: 0,
             completed_at: None,
             nodes_json: None,
+            newest_event: NewestEvent::Unknown,
         }
     }
 
@@ -352,7 +361,7 @@ impl<'de, S: serde::de::DeserializeSeed<'de> + Copy> serde::de::Visitor<'de> for
 // the column lists) so the hot path neither formats nor allocates SQL text.
 // Each loads related rows as one JSON column, in one round trip.
 static LOAD_RUN_FOR_UPDATE: LazyLock<String> =
-    LazyLock::new(|| format!("SELECT {RUN_COLUMNS}, nodes FROM runs WHERE run_id = ?"));
+    LazyLock::new(|| format!("SELECT {RUN_COLUMNS}, nodes, last_event FROM runs WHERE run_id = ?"));
 /// The run row stays locked until the command commits: commands on one run
 /// from any instance take turns, and each sees what the previous one wrote.
 static LOAD_RUN_FOR_UPDATE_PG: LazyLock<String> =
