@@ -377,8 +377,6 @@ mod tests {
         );
     }
 
-    /// A chain damaged so that it loops (or points into another run) ends
-    /// the walk instead of repeating rows or showing another run's events.
     /// A command that loaded its run links its first event to the newest
     /// the load saw, without reading it again; another run's events in the
     /// same command read their own.
@@ -423,6 +421,8 @@ mod tests {
         assert_eq!(sequences(&store, "t/c", 0, 100).await, vec![1]);
     }
 
+    /// A chain damaged so that it loops (or points into another run) ends
+    /// the walk instead of repeating rows or showing another run's events.
     #[tokio::test]
     async fn a_damaged_chain_ends_the_walk() {
         let dir = tempfile::tempdir().unwrap();
