@@ -218,28 +218,27 @@ mod tests {
         store
     }
 
+    /// Events `from..=to` of `run`, as one change.
+    fn events_of(run: &str, from: i64, to: i64) -> Change {
+        Change::Events {
+            run_id: RunId::trusted(run.to_string()),
+            events: (from..=to)
+                .map(|sequence| NewEvent {
+                    sequence,
+                    event_type: EventType::NodeCompleted,
+                    node_id: None,
+                    payload: format!("{{\"n\":{sequence}}}"),
+                })
+                .collect(),
+            at: 0,
+        }
+    }
+
     /// Appends events `from..=to` of `run` as one command.
     async fn append(store: &Store, run: &str, from: i64, to: i64) {
-        let run_id = RunId::trusted(run.to_string());
-        let events = (from..=to)
-            .map(|sequence| NewEvent {
-                sequence,
-                event_type: EventType::NodeCompleted,
-                node_id: None,
-                payload: format!("{{\"n\":{sequence}}}"),
-            })
-            .collect();
+        let events = events_of(run, from, to);
         store
-            .write(move |c| {
-                changes::apply(
-                    c,
-                    vec![Change::Events {
-                        run_id,
-                        events,
-                        at: 0,
-                    }],
-                )
-            })
+            .write(move |c| changes::apply(c, vec![events]))
             .await
             .unwrap();
     }
@@ -268,14 +267,7 @@ mod tests {
         append(&store, "t/a", 6, 9).await;
         // Events followed by the run's own update, which records the newest.
         let run_id = RunId::trusted("t/a".to_string());
-        let events = (10..=11)
-            .map(|sequence| NewEvent {
-                sequence,
-                event_type: EventType::NodeCompleted,
-                node_id: None,
-                payload: "{}".into(),
-            })
-            .collect();
+        let events = events_of("t/a", 10, 11);
         store
             .write(move |c| {
                 let run = Change::Run {
@@ -287,17 +279,7 @@ mod tests {
                     completed_at: None,
                     nodes: None,
                 };
-                changes::apply(
-                    c,
-                    vec![
-                        Change::Events {
-                            run_id,
-                            events,
-                            at: 0,
-                        },
-                        run,
-                    ],
-                )
+                changes::apply(c, vec![events, run])
             })
             .await
             .unwrap();
@@ -386,17 +368,7 @@ mod tests {
         let store = store_with_runs(&dir, &["t/a", "t/b"]).await;
         append(&store, "t/a", 1, 2).await;
         append(&store, "t/b", 1, 1).await;
-        let event = |run: &str, sequence: i64| Change::Events {
-            run_id: RunId::trusted(run.to_string()),
-            events: vec![NewEvent {
-                sequence,
-                event_type: EventType::NodeCompleted,
-                node_id: None,
-                payload: "{}".into(),
-            }],
-            at: 0,
-        };
-        let (a3, b2) = (event("t/a", 3), event("t/b", 2));
+        let (a3, b2) = (events_of("t/a", 3, 3), events_of("t/b", 2, 2));
         let loaded = store
             .write(move |c| {
                 let run = crate::store::rows::load_run_for_update(c, "t/a")?.expect("stored");
@@ -413,7 +385,7 @@ mod tests {
             .write(|c| c.execute(INSERT_RUN, args!["t/c"]))
             .await
             .unwrap();
-        let c1 = event("t/c", 1);
+        let c1 = events_of("t/c", 1, 1);
         store
             .write(move |c| changes::apply_for_run(c, vec![c1], "t/c", NewestEvent::Known(None)))
             .await
