@@ -14,7 +14,7 @@ use crate::events::payloads;
 use crate::ids;
 use crate::interrupt::{reentry_key, InterruptKind};
 use crate::routing::Trigger;
-use crate::store::changes::{self, Change, NewEvent, NewInterrupt};
+use crate::store::changes::{self, Change, InboxCount, NewEvent, NewInterrupt};
 use crate::store::conversations::{self, ConversationChange, OpenConversation};
 pub(crate) use crate::store::rows::{
     latest_interrupt_for_update, load_directory, load_run_for_update, pending_interrupt_for_update,
@@ -801,7 +801,10 @@ impl<'a> Exec<'a> {
         drop(resolved);
         self.changes.push(Change::Resolve {
             interrupt_id: interrupt.interrupt_id.clone(),
-            inbox: interrupt.inbox_group.clone(),
+            inbox: interrupt.inbox_group.clone().map(|group| InboxCount {
+                group,
+                owner_subject: interrupt.owner_subject.clone(),
+            }),
             at: self.now,
             resolution: resolution.clone(),
             votes: None,

@@ -2677,3 +2677,82 @@ async fn inbox_counts_are_rebuilt_when_the_engine_opens() {
     assert_eq!(totals(engine.clone()).await, vec![2, 3]);
     assert_projection_matches_log(&engine, &runs[0]).await;
 }
+
+/// A person's own requests are counted as they are raised and as they close
+/// (decided by someone else, cancelled with their run, or a run cancelled
+/// by its owner), and the kept counts agree with the pending rows throughout.
+#[tokio::test]
+async fn a_persons_own_requests_are_counted_as_they_are_raised_and_closed() {
+    use tollgate::engine::inbox::InboxFilter;
+    let f = fixture().await;
+    let engine = &f.engine;
+    register(
+        engine,
+        json!({"id": "own-fin", "nodes": [gate("gate", json!({"title": "Fin", "actions": ["accept", "reject"], "approverGroupRefs": ["finance"], "preventSelfApproval": true}))]}),
+    )
+    .await;
+    let theirs = start(engine, "own-fin", json!({})).await;
+    let ann = actor(engine, "ann").await;
+    let mut hers = Vec::new();
+    for _ in 0..3 {
+        let req = CreateRun {
+            workflow_id: "own-fin".into(),
+            ..Default::default()
+        };
+        hers.push(
+            engine
+                .create_run(req, &ann, None)
+                .await
+                .unwrap()
+                .result
+                .unwrap()
+                .run_id,
+        );
+    }
+    // (ann's inbox, bob's inbox): ann never sees her own requests.
+    let totals = || async {
+        let mut out = Vec::new();
+        for id in ["ann", "bob"] {
+            let p = engine.principal(id).await.unwrap().unwrap();
+            out.push(
+                engine
+                    .pending_for(&p, &InboxFilter::default())
+                    .await
+                    .unwrap()
+                    .total,
+            );
+        }
+        out
+    };
+    assert_eq!(totals().await, vec![1, 4]);
+    resolve(engine, &hers[0], "gate", "bob", json!({"action": "accept"}))
+        .await
+        .unwrap();
+    assert_eq!(totals().await, vec![1, 3]);
+    assert_projection_matches_log(engine, &hers[0]).await;
+    engine
+        .cancel_run(&hers[1], None, &ann, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(totals().await, vec![1, 2]);
+    assert_projection_matches_log(engine, &hers[1]).await;
+    let owner = actor(engine, "owner").await;
+    engine
+        .cancel_run(&theirs, None, &owner, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(totals().await, vec![0, 1]);
+    assert_projection_matches_log(engine, &theirs).await;
+    // The one left is still ann's own: bob decides it, she cannot.
+    let refused = resolve(engine, &hers[2], "gate", "ann", json!({"action": "accept"})).await;
+    assert!(refused.is_err(), "{refused:?}");
+    resolve(engine, &hers[2], "gate", "bob", json!({"action": "reject"}))
+        .await
+        .unwrap();
+    assert_eq!(totals().await, vec![0, 0]);
+    assert_projection_matches_log(engine, &hers[2]).await;
+}

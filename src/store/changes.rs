@@ -39,6 +39,14 @@ pub(crate) struct NewInterrupt {
     pub deadline_at: Option<Millis>,
 }
 
+/// Where a pending interrupt is counted in the inbox: its rule group, and
+/// whose request it is (`interrupts.inbox_group`, `owner_subject`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct InboxCount {
+    pub group: String,
+    pub owner_subject: String,
+}
+
 /// An event this command appends, serialised once.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct NewEvent {
@@ -61,8 +69,8 @@ pub(crate) enum Change {
     /// The pending interrupt is decided (`resolution`: the `interrupt.resolved` payload).
     Resolve {
         interrupt_id: String,
-        /// The inbox rule group it counted in (`InterruptRow::inbox_group`).
-        inbox: Option<String>,
+        /// Where it counted in the inbox (none for rows stored before the counts).
+        inbox: Option<InboxCount>,
         at: Millis,
         resolution: String,
         /// The `votes` column to write with it (folded in from a `Votes` change).
@@ -407,7 +415,7 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
             push(
                 out,
                 inbox::add_to_count(dialect, 1),
-                vec![text(&group)],
+                vec![text(&group), text(&i.owner_subject), text(&group)],
                 Table::InboxCounts,
                 Rows::Upsert(group.clone()),
             );
@@ -443,11 +451,15 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
             resolution,
             votes,
         } => {
-            if let Some(group) = inbox {
+            if let Some(InboxCount {
+                group,
+                owner_subject,
+            }) = inbox
+            {
                 push(
                     out,
                     inbox::add_to_count(dialect, -1),
-                    vec![text(&group)],
+                    vec![text(&group), text(owner_subject), text(&group)],
                     Table::InboxCounts,
                     Rows::Upsert(group),
                 );
@@ -473,7 +485,7 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
             push(
                 out,
                 inbox::uncount_run(dialect),
-                vec![text(&run_id)],
+                vec![text(&run_id), text(&run_id)],
                 Table::InboxCounts,
                 Rows::UpdateMany,
             );
@@ -668,7 +680,10 @@ mod tests {
     fn resolve(id: &str) -> Change {
         Change::Resolve {
             interrupt_id: id.into(),
-            inbox: Some("g".into()),
+            inbox: Some(InboxCount {
+                group: "g".into(),
+                owner_subject: "owner".into(),
+            }),
             at: 0,
             resolution: "{}".into(),
             votes: None,

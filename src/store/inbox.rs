@@ -55,16 +55,21 @@ fn slot(dialect: Dialect) -> &'static str {
     }
 }
 
-/// `INSERT … ON CONFLICT` adding `delta` (±1) to the group's count on this
-/// connection's counter row (binds the group key).
+/// What both kinds of counter row conflict on (see migration 0024).
+const COUNT_KEY: &str = "ON CONFLICT (per_owner, owner_subject, group_key, shard) \
+     DO UPDATE SET pending = inbox_counts.pending + excluded.pending";
+
+/// `INSERT … ON CONFLICT` adding `delta` (±1) to the group's count and to
+/// its count of one person's requests, on this connection's counter rows
+/// (binds the group key, the owner subject, the group key).
 pub(crate) fn add_to_count(dialect: Dialect, delta: i64) -> &'static str {
     static SQL: LazyLock<[[String; 2]; 2]> = LazyLock::new(|| {
         [Dialect::Sqlite, Dialect::Postgres].map(|d| {
             [1, -1].map(|delta| {
+                let shard = slot(d);
                 format!(
-                    "INSERT INTO inbox_counts (group_key, shard, pending) VALUES (?, {}, {delta}) \
-                     ON CONFLICT (group_key, shard) DO UPDATE SET pending = inbox_counts.pending + excluded.pending",
-                    slot(d)
+                    "INSERT INTO inbox_counts (per_owner, owner_subject, group_key, shard, pending) \
+                     VALUES (0, '', ?, {shard}, {delta}), (1, ?, ?, {shard}, {delta}) {COUNT_KEY}"
                 )
             })
         })
@@ -72,17 +77,20 @@ pub(crate) fn add_to_count(dialect: Dialect, delta: i64) -> &'static str {
     &SQL[usize::from(dialect == Dialect::Postgres)][usize::from(delta < 0)]
 }
 
-/// Takes a run's pending interrupts off their groups' counts (binds the run id;
-/// run it before they are closed).
+/// Takes a run's pending interrupts off their groups' counts and their
+/// owners' (binds the run id twice; run it before they are closed).
 pub(crate) fn uncount_run(dialect: Dialect) -> &'static str {
     static SQL: LazyLock<[String; 2]> = LazyLock::new(|| {
         [Dialect::Sqlite, Dialect::Postgres].map(|d| {
+            let shard = slot(d);
             format!(
-                "INSERT INTO inbox_counts (group_key, shard, pending) \
-                 SELECT inbox_group, {}, -COUNT(*) FROM interrupts WHERE run_id = ? AND status = 'pending' AND inbox_group IS NOT NULL \
-                 GROUP BY inbox_group \
-                 ON CONFLICT (group_key, shard) DO UPDATE SET pending = inbox_counts.pending + excluded.pending",
-                slot(d)
+                "INSERT INTO inbox_counts (per_owner, owner_subject, group_key, shard, pending) \
+                 SELECT 0, '', inbox_group, {shard}, -COUNT(*) FROM interrupts \
+                 WHERE run_id = ? AND status = 'pending' AND inbox_group IS NOT NULL GROUP BY inbox_group \
+                 UNION ALL \
+                 SELECT 1, owner_subject, inbox_group, {shard}, -COUNT(*) FROM interrupts \
+                 WHERE run_id = ? AND status = 'pending' AND inbox_group IS NOT NULL GROUP BY owner_subject, inbox_group \
+                 {COUNT_KEY}"
             )
         })
     });
@@ -119,8 +127,11 @@ pub(crate) fn backfill(conn: &WriteConn) -> Result<usize> {
     }
     conn.execute("DELETE FROM inbox_counts", &[])?;
     conn.execute(
-        "INSERT INTO inbox_counts (group_key, shard, pending) \
-         SELECT inbox_group, 0, COUNT(*) FROM interrupts WHERE status = 'pending' GROUP BY inbox_group",
+        "INSERT INTO inbox_counts (per_owner, owner_subject, group_key, shard, pending) \
+         SELECT 0, '', inbox_group, 0, COUNT(*) FROM interrupts WHERE status = 'pending' GROUP BY inbox_group \
+         UNION ALL \
+         SELECT 1, owner_subject, inbox_group, 0, COUNT(*) FROM interrupts WHERE status = 'pending' \
+         GROUP BY owner_subject, inbox_group",
         &[],
     )?;
     Ok(rows.len())
@@ -260,28 +271,27 @@ struct Part {
 
 impl Store {
     /// A tenant's rule groups with pending interrupts, each split by whether
-    /// `me` started the run: the counts kept with every write, and `me`'s
-    /// own pending requests (an index of their own).
+    /// `me` started the run: the groups' counts and `me`'s, both kept with
+    /// every write.
     pub(crate) async fn inbox_groups(&self, tenant: &str, me: &str) -> Result<Vec<InboxGroup>> {
         let totals: Vec<(String, String, String, String, i64)> = sqlx::query_as(&self.q(
             "SELECT g.group_key, g.kind, g.eligibility, g.workflow_id, CAST(SUM(c.pending) AS BIGINT) \
-             FROM inbox_groups g JOIN inbox_counts c ON c.group_key = g.group_key \
+             FROM inbox_groups g JOIN inbox_counts c \
+               ON c.per_owner = 0 AND c.owner_subject = '' AND c.group_key = g.group_key \
              WHERE g.tenant = ? GROUP BY g.group_key, g.kind, g.eligibility, g.workflow_id HAVING SUM(c.pending) > 0",
         ))
         .bind(tenant)
         .fetch_all(&self.read)
         .await?;
-        let range = TenantRange::of(tenant);
-        let own: Vec<(String, i64)> = sqlx::query_as(&self.q(&format!(
-            "SELECT inbox_group, COUNT(*) FROM interrupts WHERE owner_subject = ? AND status = 'pending' AND {} \
-             GROUP BY inbox_group",
-            TenantRange::sql("run_id")
-        )))
-        .bind(me)
-        .bind(&range.from)
-        .bind(&range.to)
-        .fetch_all(&self.read)
-        .await?;
+        let own: Vec<(String, i64)> =
+            sqlx::query_as(&self.q("SELECT c.group_key, CAST(SUM(c.pending) AS BIGINT) \
+             FROM inbox_counts c JOIN inbox_groups g ON g.group_key = c.group_key \
+             WHERE c.per_owner = 1 AND c.owner_subject = ? AND g.tenant = ? \
+             GROUP BY c.group_key HAVING SUM(c.pending) > 0"))
+            .bind(me)
+            .bind(tenant)
+            .fetch_all(&self.read)
+            .await?;
         let mut groups = Vec::with_capacity(totals.len() + own.len());
         for (group_key, kind, eligibility, workflow_id, total) in totals {
             let mine = own.iter().find(|(g, _)| *g == group_key).map_or(0, |(_, n)| *n);
@@ -306,12 +316,14 @@ impl Store {
         Ok(groups)
     }
 
-    /// Where the kept counts of a tenant's groups differ from its pending
-    /// rows, one line each (empty when they agree; see `verify_projection`).
+    /// Where the kept counts of a tenant's groups, or of its people's own
+    /// requests in them, differ from its pending rows, one line each (empty
+    /// when they agree; see `verify_projection`).
     pub(crate) async fn inbox_drift(&self, tenant: &str) -> Result<Vec<String>> {
         let range = TenantRange::of(tenant);
         let rows: Vec<(String, i64, i64)> = sqlx::query_as(&self.q(&format!(
-            "SELECT g.group_key, CAST(COALESCE((SELECT SUM(c.pending) FROM inbox_counts c WHERE c.group_key = g.group_key), 0) AS BIGINT), \
+            "SELECT g.group_key, CAST(COALESCE((SELECT SUM(c.pending) FROM inbox_counts c \
+                 WHERE c.per_owner = 0 AND c.owner_subject = '' AND c.group_key = g.group_key), 0) AS BIGINT), \
                (SELECT COUNT(*) FROM interrupts i WHERE i.inbox_group = g.group_key AND i.status = 'pending') \
              FROM inbox_groups g WHERE g.tenant = ? \
              UNION ALL SELECT '(none)', 0, COUNT(*) FROM interrupts WHERE status = 'pending' AND inbox_group IS NULL AND {}",
@@ -322,13 +334,49 @@ impl Store {
         .bind(&range.to)
         .fetch_all(&self.read)
         .await?;
-        Ok(rows
+        let mut drift: Vec<String> = rows
             .into_iter()
             .filter(|(_, kept, actual)| kept != actual)
             .map(|(group, kept, actual)| {
                 format!("inbox count of group {group}: kept {kept}, pending {actual}")
             })
-            .collect())
+            .collect();
+        // Each person's own requests, by group: (kept, pending).
+        let mut owners: std::collections::BTreeMap<(String, String), (i64, i64)> = Default::default();
+        let kept: Vec<(String, String, i64)> = sqlx::query_as(&self.q(
+            "SELECT c.owner_subject, c.group_key, CAST(SUM(c.pending) AS BIGINT) \
+             FROM inbox_counts c JOIN inbox_groups g ON g.group_key = c.group_key \
+             WHERE c.per_owner = 1 AND g.tenant = ? GROUP BY c.owner_subject, c.group_key",
+        ))
+        .bind(tenant)
+        .fetch_all(&self.read)
+        .await?;
+        for (owner, group, n) in kept {
+            owners.entry((owner, group)).or_default().0 = n;
+        }
+        let pending: Vec<(String, String, i64)> = sqlx::query_as(&self.q(&format!(
+            "SELECT owner_subject, inbox_group, COUNT(*) FROM interrupts \
+             WHERE status = 'pending' AND inbox_group IS NOT NULL AND {} GROUP BY owner_subject, inbox_group",
+            TenantRange::sql("run_id")
+        )))
+        .bind(&range.from)
+        .bind(&range.to)
+        .fetch_all(&self.read)
+        .await?;
+        for (owner, group, n) in pending {
+            owners.entry((owner, group)).or_default().1 = n;
+        }
+        drift.extend(
+            owners
+                .into_iter()
+                .filter(|(_, (kept, actual))| kept != actual)
+                .map(|((owner, group), (kept, actual))| {
+                    format!(
+                        "inbox count of {owner:?}'s requests in group {group}: kept {kept}, pending {actual}"
+                    )
+                }),
+        );
+        Ok(drift)
     }
 
     /// The condition picking a tenant's pending interrupts of the admitted
@@ -634,5 +682,53 @@ impl Store {
                 .fetch_all(&self.read)
                 .await?,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::{Durability, Store};
+
+    /// Migration 0024 (postgres/0012) on a store written before it: the
+    /// groups' counts carry over as they were, and each person's own pending
+    /// requests are counted from the rows (decided ones not).
+    #[tokio::test]
+    async fn the_migration_counts_each_persons_own_requests() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut setup = String::from(
+            "INSERT INTO inbox_groups (group_key, tenant, kind, workflow_id, eligibility) VALUES \
+             ('g', 't', 'approval', 'w', 'null'), ('h', 'u', 'approval', 'w', 'null');\n\
+             INSERT INTO inbox_counts (group_key, shard, pending) VALUES ('g', 0, 3), ('h', 0, 1);\n",
+        );
+        for (id, run, owner, status, group) in [
+            ("t/i1", "t/r1", "t/ann", "pending", "g"),
+            ("t/i2", "t/r2", "t/ann", "pending", "g"),
+            ("t/i3", "t/r3", "t/bob", "pending", "g"),
+            ("t/i4", "t/r4", "t/ann", "resolved", "g"),
+            ("u/i5", "u/r5", "t/ann", "pending", "h"),
+        ] {
+            setup.push_str(&format!(
+                "INSERT INTO interrupts (interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, eligibility, workflow_id, title, owner_subject, created_at, inbox_group) \
+                 VALUES ('{id}', '{run}', 'gate', '{id}', 1, 'approval', '{status}', '{{}}', '{{}}', 'null', 'w', 't', '{owner}', 0, '{group}');\n"
+            ));
+        }
+        let url = crate::store::testing::migrated_before(&dir.path().join("old.db"), "0024", "0012", &setup)
+            .await
+            .unwrap();
+        let store = Store::open(&url, Durability::Full).await.unwrap();
+        let split = |groups: Vec<super::InboxGroup>| {
+            groups
+                .into_iter()
+                .map(|g| (g.group_key, g.mine, g.count))
+                .collect::<Vec<_>>()
+        };
+        let ann = split(store.inbox_groups("t", "t/ann").await.unwrap());
+        assert_eq!(ann, [("g".to_string(), 0, 1), ("g".to_string(), 1, 2)]);
+        let bob = split(store.inbox_groups("t", "t/bob").await.unwrap());
+        assert_eq!(bob, [("g".to_string(), 0, 2), ("g".to_string(), 1, 1)]);
+        // Another tenant's group is not in this one's counts, nor this one's in it.
+        let other = split(store.inbox_groups("u", "t/ann").await.unwrap());
+        assert_eq!(other, [("h".to_string(), 1, 1)]);
+        assert!(store.inbox_drift("t").await.unwrap().is_empty());
     }
 }
