@@ -20,6 +20,8 @@
 #   DATABASE=sqlite|postgres    a fresh file, or a fresh database on the
 #                               private server of scripts/pg.sh
 #   DURABILITY=full|relaxed     full: synchronous=FULL / synchronous_commit=on
+#   CACHE_MIB=n                 the SQLite writer's page cache ([database]
+#                               cache_mib; the server's default when unset)
 #   SERVER_BIN=path             another server binary (before/after pairs)
 #   ON_RESOLVE=command          run in the background as the first resolve
 #                               phase starts, with SERVER_PID set (a profiler:
@@ -84,7 +86,7 @@ dir=$(mktemp -d)
 pid=
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
 levels=($CONCURRENCY)
-echo "server $BIN, $DATABASE, durability $DURABILITY, wrk -t$THREADS, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "server $BIN, $DATABASE, durability $DURABILITY${CACHE_MIB:+, writer cache $CACHE_MIB MiB}, wrk -t$THREADS, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for stored in $STORED; do
   case "$DATABASE" in
     sqlite) rm -f "$dir"/load.db*; db_url="sqlite://$dir/load.db" ;;
@@ -102,6 +104,7 @@ bind = "127.0.0.1:0"
 [database]
 url = "$db_url"
 durability = "$DURABILITY"
+${CACHE_MIB:+cache_mib = $CACHE_MIB}
 [workflows]
 dirs = ["$PWD/workflows/conformance"]
 [[principals]]

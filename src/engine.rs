@@ -52,6 +52,8 @@ pub use tokens::CallbackLink;
 pub struct EngineOptions {
     pub database_url: String,
     pub durability: Durability,
+    /// SQLite: the writer's page cache in MiB (`store::DEFAULT_CACHE_MIB`).
+    pub cache_mib: u32,
     pub clock: Arc<dyn Clock>,
     /// Optional protocol families this instance offers (registration and discovery).
     pub capabilities: definition::Capabilities,
@@ -62,6 +64,7 @@ impl EngineOptions {
         EngineOptions {
             database_url: database_url.into(),
             durability: Durability::Full,
+            cache_mib: crate::store::DEFAULT_CACHE_MIB,
             clock: Arc::new(SystemClock),
             capabilities: definition::Capabilities::default(),
         }
@@ -261,7 +264,7 @@ fn workflow_digest(raw: &Value) -> String {
 
 impl Engine {
     pub async fn open(options: EngineOptions) -> Result<Engine> {
-        let store = Store::open(&options.database_url, options.durability).await?;
+        let store = Store::open_with(&options.database_url, options.durability, options.cache_mib).await?;
         let grouped = store.write(crate::store::inbox::backfill).await?;
         if grouped > 0 {
             tracing::info!(

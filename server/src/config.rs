@@ -58,6 +58,9 @@ pub struct Config {
 /// Prefix of configuration variables: `TOLLGATE__<SECTION>__<KEY>`.
 pub const ENV_PREFIX: &str = "TOLLGATE__";
 
+/// The largest writer page cache a config may ask for (1 TiB).
+const MAX_CACHE_MIB: u32 = 1 << 20;
+
 fn env_provider() -> Env {
     Env::prefixed(ENV_PREFIX).split("__")
 }
@@ -187,6 +190,13 @@ impl Default for ServerConfig {
 pub struct DatabaseConfig {
     pub url: String,
     pub durability: tollgate::Durability,
+    /// SQLite: the writer's page cache in MiB (grows as pages are read).
+    #[serde(default = "default_cache_mib")]
+    pub cache_mib: u32,
+}
+
+fn default_cache_mib() -> u32 {
+    tollgate::store::DEFAULT_CACHE_MIB
 }
 
 impl Default for DatabaseConfig {
@@ -194,6 +204,7 @@ impl Default for DatabaseConfig {
         DatabaseConfig {
             url: "sqlite://tollgate.db".into(),
             durability: tollgate::Durability::Full,
+            cache_mib: default_cache_mib(),
         }
     }
 }
@@ -372,6 +383,11 @@ impl Config {
         if self.server.token_ttl_minutes == 0 {
             anyhow::bail!("server.token_ttl_minutes: at least 1");
         }
+        if !(1..=MAX_CACHE_MIB).contains(&self.database.cache_mib) {
+            anyhow::bail!(
+                "database.cache_mib: from 1 to {MAX_CACHE_MIB} (MiB of the SQLite writer's page cache)"
+            );
+        }
         // Durations become millisecond timestamps: bounded as a workflow's waits are.
         for (name, value, ms_per_unit) in [
             ("server.token_ttl_minutes", self.server.token_ttl_minutes, 60_000),
@@ -465,6 +481,30 @@ mod tests {
             let mut config = Config::default();
             set(&mut config, 1);
             config.check().unwrap();
+        }
+    }
+
+    #[test]
+    fn the_writer_cache_is_bounded_by_name() {
+        assert_eq!(
+            Config::default().database.cache_mib,
+            tollgate::store::DEFAULT_CACHE_MIB
+        );
+        for (mib, ok) in [
+            (0, false),
+            (1, true),
+            (MAX_CACHE_MIB, true),
+            (MAX_CACHE_MIB + 1, false),
+        ] {
+            let mut config = Config::default();
+            config.database.cache_mib = mib;
+            match config.check() {
+                Ok(()) => assert!(ok, "{mib} MiB was accepted"),
+                Err(e) => {
+                    assert!(!ok, "{mib} MiB: {e}");
+                    assert!(e.to_string().starts_with("database.cache_mib: "), "{e}");
+                }
+            }
         }
     }
 }

@@ -28,6 +28,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
 
     let mut options = EngineOptions::new(&config.database.url);
     options.durability = config.database.durability;
+    options.cache_mib = config.database.cache_mib;
     options.capabilities = config.interrupts.capabilities();
     let engine = Engine::open(options).await?;
     crate::published::check_database(&engine, &config).await?;

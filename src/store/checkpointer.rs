@@ -410,7 +410,7 @@ mod tests {
     async fn page_store(dir: &std::path::Path, name: &str) -> crate::store::Store {
         use crate::store::{Durability, Store};
         let db = dir.join(name);
-        let store = Store::open_sqlite(&format!("sqlite://{}", db.display()), Durability::Full, SMALL)
+        let store = Store::open_sqlite(&format!("sqlite://{}", db.display()), Durability::Full, SMALL, 16)
             .await
             .unwrap();
         store

@@ -149,11 +149,13 @@ pub(super) struct SqliteWriter {
 }
 
 /// Opens (creating if missing) the database file, applies migrations and
-/// starts the writer (its WAL copied by `wal_limits`); returns it with the read pool.
+/// starts the writer (its WAL copied by `wal_limits`, its page cache
+/// `cache_mib` MiB); returns it with the read pool.
 pub(super) async fn open(
     url: &str,
     durability: Durability,
     wal_limits: WalLimits,
+    cache_mib: u32,
 ) -> Result<(SqliteWriter, AnyPool)> {
     let sync = match durability {
         Durability::Full => SqliteSynchronous::Full,
@@ -183,7 +185,7 @@ pub(super) async fn open(
         .map_err(|e| EngineError::Storage(format!("migrations: {e}")))?;
     migrator.close().await?;
     let path = options.get_filename().to_path_buf();
-    let writer = open_writer(&path, durability)?;
+    let writer = open_writer(&path, durability, cache_mib)?;
     let synchronous = synchronous_level(durability);
     let read = AnyPoolOptions::new()
         .max_connections(8)
@@ -249,7 +251,11 @@ impl SqliteWriter {
 }
 
 /// The write connection, with the same settings the readers get from sqlx.
-fn open_writer(path: &std::path::Path, durability: Durability) -> Result<rusqlite::Connection> {
+fn open_writer(
+    path: &std::path::Path,
+    durability: Durability,
+    cache_mib: u32,
+) -> Result<rusqlite::Connection> {
     let conn = match durability {
         // Every commit syncs the WAL before publishing it: its frames may
         // wait in memory until then (see `wal_buffer`).
@@ -263,9 +269,11 @@ fn open_writer(path: &std::path::Path, durability: Durability) -> Result<rusqlit
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     let sync = synchronous_level(durability);
+    // A negative cache_size is in KiB (see `store::DEFAULT_CACHE_MIB`).
+    let cache_kib = i64::from(cache_mib) * 1024;
     conn.execute_batch(&format!(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; \
-         PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000;"
+         PRAGMA temp_store = MEMORY; PRAGMA cache_size = -{cache_kib};"
     ))?;
     // The WAL buffer holds frames until the commit's sync: it needs every
     // commit to sync (FULL is 2).
@@ -768,6 +776,22 @@ mod tests {
                     && !subqueries.contains(&scanned)
             })
         })
+    }
+
+    /// The writer's page cache is the size the store was opened with (a
+    /// negative `cache_size` is KiB).
+    #[tokio::test]
+    async fn the_writers_page_cache_is_the_size_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("cache.db").display());
+        for mib in [1, 64] {
+            let store = Store::open_with(&url, Durability::Full, mib).await.unwrap();
+            let size: Option<i64> = store
+                .write(|conn| conn.query_scalar("PRAGMA cache_size", &[]))
+                .await
+                .unwrap();
+            assert_eq!(size, Some(-i64::from(mib) * 1024));
+        }
     }
 
     #[test]

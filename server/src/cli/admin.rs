@@ -269,6 +269,7 @@ pub(super) async fn mint_token(
     let engine = Engine::open(EngineOptions {
         database_url: config.database.url.clone(),
         durability: config.database.durability,
+        cache_mib: config.database.cache_mib,
         clock: std::sync::Arc::new(tollgate::SystemClock),
         capabilities: config.interrupts.capabilities(),
     })
