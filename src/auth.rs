@@ -62,8 +62,12 @@ pub fn parse_scopes(list: &[String]) -> Result<Vec<Scope>, String> {
     Ok(out)
 }
 
+/// The stored form of an API key: its SHA-256 in lowercase hex (every
+/// API request computes it, hence the slice encoder rather than a char iterator).
 pub fn hash_key(key: &str) -> String {
-    hex::encode(Sha256::digest(key.as_bytes()))
+    let mut text = [0u8; 64];
+    hex::encode_to_slice(Sha256::digest(key.as_bytes()), &mut text).expect("64 hex digits for 32 bytes");
+    std::str::from_utf8(&text).expect("hex is ASCII").to_owned()
 }
 
 /// A new API key: `tg_` and 32 random bytes, base64url.
@@ -123,6 +127,11 @@ mod tests {
         let b = generate_key();
         assert_ne!(a, b);
         assert_eq!(hash_key(&a).len(), 64);
+        // Keys stored before keep working: the same lowercase hex of SHA-256.
+        assert_eq!(
+            hash_key("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
         assert_ne!(hash_key(&a), a);
     }
 }

@@ -127,6 +127,11 @@ pub async fn load_principal(
     mut req: Request,
     next: Next,
 ) -> Response {
+    // Without a cookie there is no session to read (an API client's
+    // request: the session layer would build an empty record for nothing).
+    if !req.headers().contains_key(header::COOKIE) {
+        return next.run(req).await;
+    }
     if let Ok(Some(id)) = session.get::<String>(PRINCIPAL_KEY).await {
         // Sessions from before generations were kept have none: they end.
         let generation = session.get::<i64>(GENERATION_KEY).await.ok().flatten();
@@ -163,12 +168,12 @@ pub async fn load_principal(
 
 /// Whether a path is a console interrupt page (`/runs/{runId}/interrupts/{nodeId}`).
 pub fn is_interrupt_page(path: &str) -> bool {
-    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    segs.len() == 4
-        && segs[0] == "runs"
-        && segs[2] == "interrupts"
-        && !segs[1].is_empty()
-        && !segs[3].is_empty()
+    // (Asked of every request: no allocation.)
+    let mut segs = path.trim_start_matches('/').split('/');
+    matches!(
+        (segs.next(), segs.next(), segs.next(), segs.next(), segs.next()),
+        (Some("runs"), Some(run), Some("interrupts"), Some(node), None) if !run.is_empty() && !node.is_empty()
+    )
 }
 
 /// A browser asking for a console page, not an API client: no bearer key,
@@ -306,6 +311,9 @@ mod tests {
         assert!(is_interrupt_page("/runs/demo~2Fabc/interrupts/gate"));
         assert!(!is_interrupt_page("/runs/demo~2Fabc/interrupts"));
         assert!(!is_interrupt_page("/runs/demo~2Fabc/events"));
+        assert!(!is_interrupt_page("/runs/demo~2Fabc/interrupts/gate/more"));
+        assert!(!is_interrupt_page("/runs//interrupts/gate"));
+        assert!(!is_interrupt_page("/runs/demo~2Fabc/interrupts/"));
         assert_eq!(origin_of("http://127.0.0.1:3000/x?y"), "http://127.0.0.1:3000");
         assert_eq!(urlencode("/?a=b"), "/%3Fa%3Db");
     }

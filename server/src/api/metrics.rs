@@ -15,11 +15,13 @@
 use super::error::ApiError;
 use crate::state::AppState;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use metrics::{Counter, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{LazyLock, OnceLock, RwLock};
 use std::time::Instant;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
@@ -70,29 +72,81 @@ pub fn install() -> &'static PrometheusHandle {
 
 /// Counts every request by method, matched route template and status.
 pub async fn track_http(req: Request, next: Next) -> Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "unmatched".to_string());
-    let method = req.method().as_str().to_string();
+    let method = method_label(req.method());
+    let matched = req.extensions().get::<MatchedPath>().cloned();
     let started = Instant::now();
     let res = next.run(req).await;
-    let status = res.status().as_u16().to_string();
-    metrics::histogram!(
-        "tollgate_http_request_duration_seconds",
-        "method" => method.clone(),
-        "route" => route.clone(),
-    )
-    .record(started.elapsed().as_secs_f64());
-    metrics::counter!(
-        "tollgate_http_requests_total",
-        "method" => method,
-        "route" => route,
-        "status" => status,
-    )
-    .increment(1);
+    let route = matched.as_ref().map_or("unmatched", MatchedPath::as_str);
+    let (requests, duration) = http_series(method, route, res.status().as_u16());
+    duration.record(started.elapsed().as_secs_f64());
+    requests.increment(1);
     res
+}
+
+/// A request's method as a label: one of the standard methods, else
+/// `OTHER` (a client must not add series by inventing methods).
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "OTHER",
+    }
+}
+
+/// One route's series for a method and status.
+struct HttpSeries {
+    method: &'static str,
+    status: u16,
+    requests: Counter,
+    duration: Histogram,
+}
+
+/// The handles of a request's two series. They are kept once made, so that
+/// counting a request neither formats its labels nor searches the
+/// recorder's registry (≈ 8 K instructions a request; docs/performance.md).
+fn http_series(method: &'static str, route: &str, status: u16) -> (Counter, Histogram) {
+    static SEEN: LazyLock<RwLock<HashMap<Box<str>, Vec<HttpSeries>>>> = LazyLock::new(Default::default);
+    let find = |routes: &HashMap<Box<str>, Vec<HttpSeries>>| {
+        routes
+            .get(route)?
+            .iter()
+            .find(|s| s.method == method && s.status == status)
+            .map(|s| (s.requests.clone(), s.duration.clone()))
+    };
+    if let Some(found) = find(&SEEN.read().expect("metrics lock")) {
+        return found;
+    }
+    let mut routes = SEEN.write().expect("metrics lock");
+    if let Some(found) = find(&routes) {
+        return found;
+    }
+    // Handles made before the recorder is installed would count nothing.
+    install();
+    let series = HttpSeries {
+        method,
+        status,
+        requests: metrics::counter!(
+            "tollgate_http_requests_total",
+            "method" => method,
+            "route" => route.to_string(),
+            "status" => status.to_string(),
+        ),
+        duration: metrics::histogram!(
+            "tollgate_http_request_duration_seconds",
+            "method" => method,
+            "route" => route.to_string(),
+        ),
+    };
+    let found = (series.requests.clone(), series.duration.clone());
+    routes.entry(route.into()).or_default().push(series);
+    found
 }
 
 /// How a resolve ended, for `tollgate_resolves_total`.
@@ -109,15 +163,35 @@ pub fn record_resolve(via: &'static str, outcome: ResolveOutcome, started: Insta
         ResolveOutcome::VoteRecorded => ("vote_recorded", "none"),
         ResolveOutcome::Error(code) => ("error", code),
     };
-    metrics::counter!(
-        "tollgate_resolves_total",
-        "via" => via,
-        "outcome" => outcome,
-        "code" => code,
-    )
-    .increment(1);
-    metrics::histogram!("tollgate_resolve_duration_seconds", "via" => via)
-        .record(started.elapsed().as_secs_f64());
+    let (resolves, duration) = resolve_series(via, outcome, code);
+    resolves.increment(1);
+    duration.record(started.elapsed().as_secs_f64());
+}
+
+/// The handles of a resolve's two series, kept once made (as `http_series`).
+fn resolve_series(via: &'static str, outcome: &'static str, code: &'static str) -> (Counter, Histogram) {
+    type Key = (&'static str, &'static str, &'static str);
+    static SEEN: LazyLock<RwLock<HashMap<Key, (Counter, Histogram)>>> = LazyLock::new(Default::default);
+    let key = (via, outcome, code);
+    if let Some(found) = SEEN.read().expect("metrics lock").get(&key) {
+        return found.clone();
+    }
+    install();
+    SEEN.write()
+        .expect("metrics lock")
+        .entry(key)
+        .or_insert_with(|| {
+            (
+                metrics::counter!(
+                    "tollgate_resolves_total",
+                    "via" => via,
+                    "outcome" => outcome,
+                    "code" => code,
+                ),
+                metrics::histogram!("tollgate_resolve_duration_seconds", "via" => via),
+            )
+        })
+        .clone()
 }
 
 /// `GET /metrics`
@@ -155,4 +229,19 @@ pub async fn render(State(state): State<AppState>) -> Response {
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invented_methods_share_one_label() {
+        assert_eq!(method_label(&Method::POST), "POST");
+        assert_eq!(method_label(&Method::TRACE), "TRACE");
+        for invented in ["FOO", "BREW", "get"] {
+            let method = Method::from_bytes(invented.as_bytes()).unwrap();
+            assert_eq!(method_label(&method), "OTHER", "{invented}");
+        }
+    }
 }
