@@ -102,6 +102,35 @@ async fn start(engine: &Engine, workflow: &str, mut body: Value) -> tollgate::Ru
         .run_id
 }
 
+/// Starts a run of `workflow` as `who`.
+async fn start_as(engine: &Engine, workflow: &str, who: &Actor) -> tollgate::RunId {
+    let req = CreateRun {
+        workflow_id: workflow.into(),
+        ..Default::default()
+    };
+    engine
+        .create_run(req, who, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap()
+        .run_id
+}
+
+/// How many interrupts each of `people` has in their inbox.
+async fn inbox_totals(engine: &Engine, people: &[&str]) -> Vec<usize> {
+    let mut out = Vec::new();
+    for id in people {
+        let p = engine.principal(id).await.unwrap().unwrap();
+        let page = engine
+            .pending_for(&p, &tollgate::engine::inbox::InboxFilter::default())
+            .await
+            .unwrap();
+        out.push(page.total);
+    }
+    out
+}
+
 async fn resolve(
     engine: &Engine,
     run: &tollgate::RunId,
@@ -2624,7 +2653,6 @@ async fn non_object_artifacts_do_not_break_the_inbox_or_reminders() {
 /// when the engine opens, and a person's own requests stay out of their inbox.
 #[tokio::test]
 async fn inbox_counts_are_rebuilt_when_the_engine_opens() {
-    use tollgate::engine::inbox::InboxFilter;
     let Fixture { engine, clock, _dir } = fixture().await;
     register(
         &engine,
@@ -2636,21 +2664,9 @@ async fn inbox_counts_are_rebuilt_when_the_engine_opens() {
         runs.push(start(&engine, "inbox-fin", json!({})).await);
     }
     let ann = actor(&engine, "ann").await;
-    let req = CreateRun {
-        workflow_id: "inbox-fin".into(),
-        ..Default::default()
-    };
-    engine.create_run(req, &ann, None).await.unwrap().result.unwrap();
-    let totals = |e: Engine| async move {
-        let mut out = Vec::new();
-        for id in ["ann", "bob"] {
-            let p = e.principal(id).await.unwrap().unwrap();
-            out.push(e.pending_for(&p, &InboxFilter::default()).await.unwrap().total);
-        }
-        out
-    };
+    start_as(&engine, "inbox-fin", &ann).await;
     assert_eq!(
-        totals(engine.clone()).await,
+        inbox_totals(&engine, &["ann", "bob"]).await,
         vec![3, 4],
         "ann's own request is not in her inbox"
     );
@@ -2669,12 +2685,12 @@ async fn inbox_counts_are_rebuilt_when_the_engine_opens() {
     pool.close().await;
 
     let engine = open_at(&path, clock).await;
-    assert_eq!(totals(engine.clone()).await, vec![3, 4]);
+    assert_eq!(inbox_totals(&engine, &["ann", "bob"]).await, vec![3, 4]);
     assert_projection_matches_log(&engine, &runs[0]).await;
     resolve(&engine, &runs[0], "gate", "bob", json!({"action": "accept"}))
         .await
         .unwrap();
-    assert_eq!(totals(engine.clone()).await, vec![2, 3]);
+    assert_eq!(inbox_totals(&engine, &["ann", "bob"]).await, vec![2, 3]);
     assert_projection_matches_log(&engine, &runs[0]).await;
 }
 
@@ -2683,7 +2699,6 @@ async fn inbox_counts_are_rebuilt_when_the_engine_opens() {
 /// by its owner), and the kept counts agree with the pending rows throughout.
 #[tokio::test]
 async fn a_persons_own_requests_are_counted_as_they_are_raised_and_closed() {
-    use tollgate::engine::inbox::InboxFilter;
     let f = fixture().await;
     let engine = &f.engine;
     register(
@@ -2695,35 +2710,10 @@ async fn a_persons_own_requests_are_counted_as_they_are_raised_and_closed() {
     let ann = actor(engine, "ann").await;
     let mut hers = Vec::new();
     for _ in 0..3 {
-        let req = CreateRun {
-            workflow_id: "own-fin".into(),
-            ..Default::default()
-        };
-        hers.push(
-            engine
-                .create_run(req, &ann, None)
-                .await
-                .unwrap()
-                .result
-                .unwrap()
-                .run_id,
-        );
+        hers.push(start_as(engine, "own-fin", &ann).await);
     }
     // (ann's inbox, bob's inbox): ann never sees her own requests.
-    let totals = || async {
-        let mut out = Vec::new();
-        for id in ["ann", "bob"] {
-            let p = engine.principal(id).await.unwrap().unwrap();
-            out.push(
-                engine
-                    .pending_for(&p, &InboxFilter::default())
-                    .await
-                    .unwrap()
-                    .total,
-            );
-        }
-        out
-    };
+    let totals = || inbox_totals(engine, &["ann", "bob"]);
     assert_eq!(totals().await, vec![1, 4]);
     resolve(engine, &hers[0], "gate", "bob", json!({"action": "accept"}))
         .await
