@@ -77,20 +77,26 @@ pub(crate) fn add_to_count(dialect: Dialect, delta: i64) -> &'static str {
     &SQL[usize::from(dialect == Dialect::Postgres)][usize::from(delta < 0)]
 }
 
+/// Both kinds of counter row (see migration 0024) for the pending
+/// interrupts with a group that `only` keeps (`AND …`, its binds given twice),
+/// as a `SELECT` of `sign` times their count on `shard`.
+fn counted_rows(sign: &str, shard: &str, only: &str) -> String {
+    let pending = format!("FROM interrupts WHERE status = 'pending' AND inbox_group IS NOT NULL{only}");
+    format!(
+        "SELECT 0, '', inbox_group, {shard}, {sign}COUNT(*) {pending} GROUP BY inbox_group \
+         UNION ALL \
+         SELECT 1, owner_subject, inbox_group, {shard}, {sign}COUNT(*) {pending} GROUP BY owner_subject, inbox_group"
+    )
+}
+
 /// Takes a run's pending interrupts off their groups' counts and their
 /// owners' (binds the run id twice; run it before they are closed).
 pub(crate) fn uncount_run(dialect: Dialect) -> &'static str {
     static SQL: LazyLock<[String; 2]> = LazyLock::new(|| {
         [Dialect::Sqlite, Dialect::Postgres].map(|d| {
-            let shard = slot(d);
             format!(
-                "INSERT INTO inbox_counts (per_owner, owner_subject, group_key, shard, pending) \
-                 SELECT 0, '', inbox_group, {shard}, -COUNT(*) FROM interrupts \
-                 WHERE run_id = ? AND status = 'pending' AND inbox_group IS NOT NULL GROUP BY inbox_group \
-                 UNION ALL \
-                 SELECT 1, owner_subject, inbox_group, {shard}, -COUNT(*) FROM interrupts \
-                 WHERE run_id = ? AND status = 'pending' AND inbox_group IS NOT NULL GROUP BY owner_subject, inbox_group \
-                 {COUNT_KEY}"
+                "INSERT INTO inbox_counts (per_owner, owner_subject, group_key, shard, pending) {} {COUNT_KEY}",
+                counted_rows("-", slot(d), " AND run_id = ?")
             )
         })
     });
@@ -126,14 +132,13 @@ pub(crate) fn backfill(conn: &WriteConn) -> Result<usize> {
         )?;
     }
     conn.execute("DELETE FROM inbox_counts", &[])?;
-    conn.execute(
-        "INSERT INTO inbox_counts (per_owner, owner_subject, group_key, shard, pending) \
-         SELECT 0, '', inbox_group, 0, COUNT(*) FROM interrupts WHERE status = 'pending' GROUP BY inbox_group \
-         UNION ALL \
-         SELECT 1, owner_subject, inbox_group, 0, COUNT(*) FROM interrupts WHERE status = 'pending' \
-         GROUP BY owner_subject, inbox_group",
-        &[],
-    )?;
+    static RECOUNT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "INSERT INTO inbox_counts (per_owner, owner_subject, group_key, shard, pending) {}",
+            counted_rows("", "0", "")
+        )
+    });
+    conn.execute(&RECOUNT, &[])?;
     Ok(rows.len())
 }
 

@@ -100,53 +100,51 @@ fn method_label(method: &Method) -> &'static str {
     }
 }
 
-/// One route's series for a method and status.
-struct HttpSeries {
-    method: &'static str,
-    status: u16,
-    requests: Counter,
-    duration: Histogram,
+/// Handles of labelled series, kept once made so that counting neither
+/// formats labels nor searches the recorder's registry (≈ 8 K instructions
+/// a request; docs/performance.md): `find` under the read lock, else under
+/// the write lock again, else `make` (after the recorder is installed:
+/// handles made before would count nothing).
+fn kept<M, T>(seen: &RwLock<M>, find: impl Fn(&M) -> Option<T>, make: impl FnOnce(&mut M) -> T) -> T {
+    if let Some(found) = find(&seen.read().expect("metrics lock")) {
+        return found;
+    }
+    let mut map = seen.write().expect("metrics lock");
+    if let Some(found) = find(&map) {
+        return found;
+    }
+    install();
+    make(&mut map)
 }
 
-/// The handles of a request's two series. They are kept once made, so that
-/// counting a request neither formats its labels nor searches the
-/// recorder's registry (≈ 8 K instructions a request; docs/performance.md).
+/// The handles of a request's two series, by route, method and status.
 fn http_series(method: &'static str, route: &str, status: u16) -> (Counter, Histogram) {
-    static SEEN: LazyLock<RwLock<HashMap<Box<str>, Vec<HttpSeries>>>> = LazyLock::new(Default::default);
-    let find = |routes: &HashMap<Box<str>, Vec<HttpSeries>>| {
-        routes
-            .get(route)?
-            .iter()
-            .find(|s| s.method == method && s.status == status)
-            .map(|s| (s.requests.clone(), s.duration.clone()))
-    };
-    if let Some(found) = find(&SEEN.read().expect("metrics lock")) {
-        return found;
-    }
-    let mut routes = SEEN.write().expect("metrics lock");
-    if let Some(found) = find(&routes) {
-        return found;
-    }
-    // Handles made before the recorder is installed would count nothing.
-    install();
-    let series = HttpSeries {
-        method,
-        status,
-        requests: metrics::counter!(
-            "tollgate_http_requests_total",
-            "method" => method,
-            "route" => route.to_string(),
-            "status" => status.to_string(),
-        ),
-        duration: metrics::histogram!(
-            "tollgate_http_request_duration_seconds",
-            "method" => method,
-            "route" => route.to_string(),
-        ),
-    };
-    let found = (series.requests.clone(), series.duration.clone());
-    routes.entry(route.into()).or_default().push(series);
-    found
+    type Routes = HashMap<Box<str>, HashMap<(&'static str, u16), (Counter, Histogram)>>;
+    static SEEN: LazyLock<RwLock<Routes>> = LazyLock::new(Default::default);
+    kept(
+        &SEEN,
+        |routes| routes.get(route)?.get(&(method, status)).cloned(),
+        |routes| {
+            let handles = (
+                metrics::counter!(
+                    "tollgate_http_requests_total",
+                    "method" => method,
+                    "route" => route.to_string(),
+                    "status" => status.to_string(),
+                ),
+                metrics::histogram!(
+                    "tollgate_http_request_duration_seconds",
+                    "method" => method,
+                    "route" => route.to_string(),
+                ),
+            );
+            routes
+                .entry(route.into())
+                .or_default()
+                .insert((method, status), handles.clone());
+            handles
+        },
+    )
 }
 
 /// How a resolve ended, for `tollgate_resolves_total`.
@@ -168,20 +166,16 @@ pub fn record_resolve(via: &'static str, outcome: ResolveOutcome, started: Insta
     duration.record(started.elapsed().as_secs_f64());
 }
 
-/// The handles of a resolve's two series, kept once made (as `http_series`).
+/// The handles of a resolve's two series, by channel, outcome and code.
 fn resolve_series(via: &'static str, outcome: &'static str, code: &'static str) -> (Counter, Histogram) {
     type Key = (&'static str, &'static str, &'static str);
     static SEEN: LazyLock<RwLock<HashMap<Key, (Counter, Histogram)>>> = LazyLock::new(Default::default);
     let key = (via, outcome, code);
-    if let Some(found) = SEEN.read().expect("metrics lock").get(&key) {
-        return found.clone();
-    }
-    install();
-    SEEN.write()
-        .expect("metrics lock")
-        .entry(key)
-        .or_insert_with(|| {
-            (
+    kept(
+        &SEEN,
+        |seen| seen.get(&key).cloned(),
+        |seen| {
+            let handles = (
                 metrics::counter!(
                     "tollgate_resolves_total",
                     "via" => via,
@@ -189,9 +183,11 @@ fn resolve_series(via: &'static str, outcome: &'static str, code: &'static str) 
                     "code" => code,
                 ),
                 metrics::histogram!("tollgate_resolve_duration_seconds", "via" => via),
-            )
-        })
-        .clone()
+            );
+            seen.insert(key, handles.clone());
+            handles
+        },
+    )
 }
 
 /// `GET /metrics`
