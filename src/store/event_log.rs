@@ -24,12 +24,13 @@ pub(super) const ROW_ARGS: usize = 7;
 
 /// `INSERT INTO events (columns) VALUES (…), (…)` for 0..=MAX_ROWS rows of
 /// one run, built once (on PostgreSQL each statement is a round trip).
-fn inserts(columns: &str) -> Vec<String> {
+fn inserts(dialect: Dialect, columns: &str) -> Vec<String> {
     let row = format!("({})", vec!["?"; columns.split(", ").count()].join(", "));
     (0..=MAX_ROWS)
         .map(|n| {
             format!(
-                "INSERT INTO events ({columns}) VALUES {}",
+                "{} events ({columns}) VALUES {}",
+                dialect.insert_rows(),
                 vec![row.as_str(); n].join(", ")
             )
         })
@@ -38,10 +39,11 @@ fn inserts(columns: &str) -> Vec<String> {
 
 const ROW_COLUMNS: &str = "run_id, sequence, event_id, type, node_id, payload, timestamp";
 
-static INSERT_INDEXED: LazyLock<Vec<String>> = LazyLock::new(|| inserts(ROW_COLUMNS));
+static INSERT_INDEXED: LazyLock<Vec<String>> = LazyLock::new(|| inserts(Dialect::Postgres, ROW_COLUMNS));
 
 /// The same rows on SQLite with their ids and links bound (see [`Chain`]).
-static INSERT_CHAINED: LazyLock<Vec<String>> = LazyLock::new(|| inserts(&format!("id, prev, {ROW_COLUMNS}")));
+static INSERT_CHAINED: LazyLock<Vec<String>> =
+    LazyLock::new(|| inserts(Dialect::Sqlite, &format!("id, prev, {ROW_COLUMNS}")));
 
 /// The statement appending `rows` (1..=MAX_ROWS) events of one run: on
 /// SQLite each row starts with its id and its link (from [`Chain::append`]).

@@ -68,8 +68,9 @@ pub(crate) fn add_to_count(dialect: Dialect, delta: i64) -> &'static str {
             [1, -1].map(|delta| {
                 let shard = slot(d);
                 format!(
-                    "INSERT INTO inbox_counts (per_owner, owner_subject, group_key, shard, pending) \
-                     VALUES (0, '', ?, {shard}, {delta}), (1, ?, ?, {shard}, {delta}) {COUNT_KEY}"
+                    "{} inbox_counts (per_owner, owner_subject, group_key, shard, pending) \
+                     VALUES (0, '', ?, {shard}, {delta}), (1, ?, ?, {shard}, {delta}) {COUNT_KEY}",
+                    d.insert_rows()
                 )
             })
         })
@@ -95,7 +96,8 @@ pub(crate) fn uncount_run(dialect: Dialect) -> &'static str {
     static SQL: LazyLock<[String; 2]> = LazyLock::new(|| {
         [Dialect::Sqlite, Dialect::Postgres].map(|d| {
             format!(
-                "INSERT INTO inbox_counts (per_owner, owner_subject, group_key, shard, pending) {} {COUNT_KEY}",
+                "{} inbox_counts (per_owner, owner_subject, group_key, shard, pending) {} {COUNT_KEY}",
+                d.insert_rows(),
                 counted_rows("-", slot(d), " AND run_id = ?")
             )
         })

@@ -19,6 +19,19 @@ impl Dialect {
         }
     }
 
+    /// `INSERT INTO`, for a statement that writes several rows. On SQLite
+    /// such a statement, in a transaction, keeps a statement journal (a copy
+    /// of every page it changes) so that a failing row undoes only the
+    /// statement; `OR FAIL` stops at the row instead and needs none. A
+    /// command that fails is undone whole (its savepoint, or its batch), so
+    /// nothing relies on the statement's own undo.
+    pub fn insert_rows(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "INSERT OR FAIL INTO",
+            Dialect::Postgres => "INSERT INTO",
+        }
+    }
+
     /// A JSON member as JSON text (a string member keeps its quotes), or NULL
     /// when it is missing: `col -> '$.a.b'` or `(col::json #> '{a,b}')::text`.
     pub fn json_member(self, column: &str, path: &str) -> String {

@@ -584,6 +584,36 @@ mod tests {
         assert_eq!(values(&store).await, vec![4]);
     }
 
+    /// Multi-row inserts stop at a failing row and keep the rows before it
+    /// (`Dialect::insert_rows`): the batch must still be undone whole.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_several_row_insert_that_fails_midway_undoes_its_whole_batch() {
+        let (_dir, store) = store().await;
+        let (release, holder) = hold_writer(&store).await;
+        let before = decided(&store, 1, false, false);
+        queued(&store, 1).await;
+        let s = store.clone();
+        let failing = tokio::spawn(async move {
+            s.write_decided(|c| {
+                let sql = format!("{} t (v) VALUES (2), (NULL), (4)", Dialect::Sqlite.insert_rows());
+                c.execute(Box::leak(sql.into_boxed_str()), &[])
+            })
+            .await
+        });
+        queued(&store, 2).await;
+        release.send(()).unwrap();
+        holder.await.unwrap();
+        let failed = failing.await.unwrap();
+        assert!(failed.is_err(), "{failed:?}");
+        let before = before.await.unwrap();
+        assert!(matches!(before, Err(EngineError::Storage(_))), "{before:?}");
+        assert_eq!(
+            values(&store).await,
+            Vec::<i64>::new(),
+            "not even the row before the failing one"
+        );
+    }
+
     #[tokio::test]
     async fn a_panicking_command_is_rolled_back_and_the_writer_lives_on() {
         let (_dir, store) = store().await;
