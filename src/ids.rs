@@ -142,6 +142,24 @@ pub fn parse_run_id(segment: &str) -> Result<RunId> {
 mod tests {
     use super::*;
 
+    /// Event ids have no unique index (migration 0025): one process never
+    /// makes the same id twice, from any thread, and its ids sort in the
+    /// order they were made.
+    #[test]
+    fn opaque_ids_from_one_process_strictly_increase_across_threads() {
+        let batches: Vec<Vec<String>> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| (0..20_000).map(|_| new_opaque()).collect::<Vec<_>>()))
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        for ids in &batches {
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "one thread's ids in order");
+        }
+        let all: std::collections::HashSet<&String> = batches.iter().flatten().collect();
+        assert_eq!(all.len(), 80_000, "no id made twice");
+    }
+
     #[test]
     fn run_ids_round_trip_through_one_path_segment() {
         let id = new_tenant_bound("acme");
