@@ -168,11 +168,14 @@ pub async fn load_principal(
 
 /// Whether a path is a console interrupt page (`/runs/{runId}/interrupts/{nodeId}`).
 pub fn is_interrupt_page(path: &str) -> bool {
-    // (Asked of every request: no allocation.)
-    let mut segs = path.trim_start_matches('/').split('/');
+    // (Asked of every request: no allocation, and API paths end at the prefix.)
+    let Some(rest) = path.trim_start_matches('/').strip_prefix("runs/") else {
+        return false;
+    };
+    let mut segs = rest.split('/');
     matches!(
-        (segs.next(), segs.next(), segs.next(), segs.next(), segs.next()),
-        (Some("runs"), Some(run), Some("interrupts"), Some(node), None) if !run.is_empty() && !node.is_empty()
+        (segs.next(), segs.next(), segs.next(), segs.next()),
+        (Some(run), Some("interrupts"), Some(node), None) if !run.is_empty() && !node.is_empty()
     )
 }
 
@@ -314,6 +317,9 @@ mod tests {
         assert!(!is_interrupt_page("/runs/demo~2Fabc/interrupts/gate/more"));
         assert!(!is_interrupt_page("/runs//interrupts/gate"));
         assert!(!is_interrupt_page("/runs/demo~2Fabc/interrupts/"));
+        assert!(!is_interrupt_page("/runsx/demo~2Fabc/interrupts/gate"));
+        assert!(!is_interrupt_page("/v1/runs/demo~2Fabc/interrupts/gate"));
+        assert!(is_interrupt_page("//runs/demo~2Fabc/interrupts/gate"));
         assert_eq!(origin_of("http://127.0.0.1:3000/x?y"), "http://127.0.0.1:3000");
         assert_eq!(urlencode("/?a=b"), "/%3Fa%3Db");
     }
