@@ -107,9 +107,8 @@ impl Contract {
 /// The compiled form of a stored contract (the JSON text kept with a pending
 /// interrupt), compiled once per process and shared.
 pub fn cached(contract_json: &str) -> Result<Arc<CompiledContract>> {
-    static CACHE: std::sync::LazyLock<
-        std::sync::RwLock<std::collections::HashMap<String, Arc<CompiledContract>>>,
-    > = std::sync::LazyLock::new(Default::default);
+    static CACHE: std::sync::LazyLock<std::sync::RwLock<crate::FastMap<String, Arc<CompiledContract>>>> =
+        std::sync::LazyLock::new(Default::default);
     if let Some(c) = CACHE.read().expect("lock").get(contract_json) {
         return Ok(c.clone());
     }

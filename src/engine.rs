@@ -18,11 +18,11 @@ use crate::runtime::{
 };
 use crate::store::{Durability, Store, WriteConn};
 use crate::token::{Claims, Intent, KeyRing, SigningKey};
+use crate::FastMap;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
 use tollgate_wire::{ApprovalAction, InterruptKind, InterruptStatus, NodeId, RunId, RunStatus};
@@ -84,11 +84,11 @@ struct Inner {
     clock: Arc<dyn Clock>,
     capabilities: definition::Capabilities,
     /// Compiled definitions by content digest.
-    compiled: RwLock<HashMap<String, SharedWorkflow>>,
+    compiled: RwLock<FastMap<String, SharedWorkflow>>,
     /// Current digest of each (tenant, workflow id); tenant `""` is the instance.
-    current: RwLock<HashMap<(String, String), String>>,
+    current: RwLock<FastMap<(String, String), String>>,
     /// API key digest → grant, with when it was last read from the database.
-    keys: RwLock<HashMap<String, (Grant, Millis)>>,
+    keys: RwLock<FastMap<String, (Grant, Millis)>>,
     /// Run ids whose log grew; for SSE and long polls.
     notices: broadcast::Sender<String>,
     /// How many notices were sent so far (see [`Engine::change_count`]).
@@ -105,7 +105,7 @@ struct Inner {
     /// Directory entries read so far, with when; read again after
     /// [`sign_in::DIRECTORY_RECHECK_MS`] so that changes by the CLI or
     /// another process take effect within seconds.
-    principals: RwLock<HashMap<String, (Principal, Millis)>>,
+    principals: RwLock<FastMap<String, (Principal, Millis)>>,
     /// Sign-in throttle, hashing slots and session checks.
     sign_in: sign_in::State,
     /// Callback delivery: `None` refuses `callbackUrl`; `Some` accepts URLs the egress guard passes.
@@ -286,16 +286,16 @@ impl Engine {
                 store,
                 clock: options.clock,
                 capabilities: options.capabilities,
-                compiled: RwLock::new(HashMap::new()),
-                current: RwLock::new(HashMap::new()),
-                keys: RwLock::new(HashMap::new()),
+                compiled: RwLock::new(FastMap::default()),
+                current: RwLock::new(FastMap::default()),
+                keys: RwLock::new(FastMap::default()),
                 notices,
                 changes: std::sync::atomic::AtomicU64::new(0),
                 tokens: RwLock::new(KeyRing::default()),
                 token_ttl_ms: RwLock::new(crate::token::DEFAULT_TTL_MS),
                 mail_link_ttl_ms: RwLock::new(crate::token::DEFAULT_MAIL_LINK_TTL_MS),
                 reloading: tokio::sync::Mutex::new(()),
-                principals: RwLock::new(HashMap::new()),
+                principals: RwLock::new(FastMap::default()),
                 sign_in: sign_in::State::default(),
                 callbacks: RwLock::new(None),
                 peers,

@@ -36,6 +36,11 @@ pub use tollgate_wire::{
     ApprovalAction, EventType, InterruptKind, InterruptStatus, NodeId, NodeStatus, RunId, RunStatus, TenantId,
 };
 
+/// A hash map for the engine's own keys (node ids, statement addresses,
+/// digests, ids from the directory): foldhash rather than SipHash, seeded
+/// per process. Not for keys a request sends unchecked.
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use directory::{Actor, Lane, Principal, Subject};
 pub use engine::{

@@ -24,8 +24,9 @@ use crate::store::rows::{node_document, node_rows, NodeDocument, NodeRow};
 use crate::store::votes::{self, StoredVote};
 use crate::store::WriteConn;
 use crate::store::{json_text, NewestEvent};
+use crate::FastMap;
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use tollgate_wire::{EventType, MailReason, NodeId, NodeStatus, RunId, RunStatus, TenantId};
 
 /// Default bound on how often one node may run in one run (a runaway loop guard).
@@ -82,7 +83,7 @@ pub(crate) struct Exec<'a> {
     conn: &'a WriteConn<'a>,
     wf: &'a Workflow,
     pub run: RunRow,
-    nodes: HashMap<NodeId, NodeState>,
+    nodes: FastMap<NodeId, NodeState>,
     now: Millis,
     queue: VecDeque<NodeId>,
     unhandled: Option<(NodeId, Value)>,
@@ -93,10 +94,10 @@ pub(crate) struct Exec<'a> {
     changes: Vec<Change>,
     /// What edge conditions see of each node that finished in this command
     /// (its status, outputs and, for an interrupt, the decision): see [`Exec::facts_of`].
-    facts: HashMap<NodeId, Value>,
+    facts: FastMap<NodeId, Value>,
     /// Conversations this command opened, took turns in or closed (`None`:
     /// closed), over what the store holds.
-    conversations: HashMap<String, Option<OpenConversation>>,
+    conversations: FastMap<String, Option<OpenConversation>>,
     /// This command starts the run: a refusal refuses the create itself.
     starting: bool,
 }
@@ -120,7 +121,7 @@ impl<'a> Exec<'a> {
     /// Loads a run's scheduler state.
     pub fn load(conn: &'a WriteConn<'a>, wf: &'a Workflow, run: RunRow, now: Millis) -> Result<Exec<'a>> {
         let rows = node_rows(&run)?;
-        let mut nodes = HashMap::with_capacity(wf.nodes.len());
+        let mut nodes = FastMap::with_capacity_and_hasher(wf.nodes.len(), Default::default());
         for r in rows {
             nodes.insert(
                 r.node_id,
@@ -152,8 +153,8 @@ impl<'a> Exec<'a> {
             recursion_limit,
             pending_events: Vec::new(),
             changes: Vec::new(),
-            facts: HashMap::new(),
-            conversations: HashMap::new(),
+            facts: FastMap::default(),
+            conversations: FastMap::default(),
             starting: false,
         })
     }
@@ -186,15 +187,15 @@ impl<'a> Exec<'a> {
             conn,
             wf,
             run,
-            nodes: HashMap::new(),
+            nodes: FastMap::default(),
             now,
             queue: VecDeque::new(),
             unhandled: None,
             recursion_limit,
             pending_events: Vec::new(),
             changes: Vec::new(),
-            facts: HashMap::new(),
-            conversations: HashMap::new(),
+            facts: FastMap::default(),
+            conversations: FastMap::default(),
             starting: true,
         };
         let mut started = json!({ "workflowId": wf.id, "inputs": exec.run.inputs, "owner": exec.run.owner, "transport": "rest" });

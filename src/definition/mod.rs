@@ -11,9 +11,10 @@ use crate::error::{EngineError, Result};
 use crate::expr::Condition;
 use crate::ids;
 use crate::interrupt::InterruptKind;
+use crate::FastMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 pub use nodes::{
@@ -152,9 +153,9 @@ pub struct Workflow {
     pub nodes: Vec<Node>,
     pub edges: Vec<Edge>,
     pub variables: Map<String, Value>,
-    index: HashMap<String, usize>,
-    incoming: HashMap<String, Vec<usize>>,
-    outgoing: HashMap<String, Vec<usize>>,
+    index: FastMap<String, usize>,
+    incoming: FastMap<String, Vec<usize>>,
+    outgoing: FastMap<String, Vec<usize>>,
 }
 
 pub type SharedWorkflow = Arc<Workflow>;
@@ -282,7 +283,7 @@ pub fn compile_with(raw: Value, caps: &Capabilities) -> Result<Workflow> {
     }
 
     let mut nodes = Vec::with_capacity(raw_nodes.len());
-    let mut index = HashMap::new();
+    let mut index = FastMap::default();
     // Upstream nodes each node's bindings read, checked once every node is known.
     let mut reads: Vec<(String, String)> = Vec::new();
     for (i, rn) in raw_nodes.iter().enumerate() {
@@ -344,8 +345,8 @@ pub fn compile_with(raw: Value, caps: &Capabilities) -> Result<Workflow> {
     }
 
     let edges = compile_edges(obj.get("edges"), &index)?;
-    let mut incoming: HashMap<String, Vec<usize>> = HashMap::new();
-    let mut outgoing: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut incoming: FastMap<String, Vec<usize>> = FastMap::default();
+    let mut outgoing: FastMap<String, Vec<usize>> = FastMap::default();
     for (i, e) in edges.iter().enumerate() {
         incoming.entry(e.target.clone()).or_default().push(i);
         outgoing.entry(e.source.clone()).or_default().push(i);
@@ -371,7 +372,7 @@ pub fn compile_with(raw: Value, caps: &Capabilities) -> Result<Workflow> {
     })
 }
 
-fn compile_edges(raw_edges: Option<&Value>, index: &HashMap<String, usize>) -> Result<Vec<Edge>> {
+fn compile_edges(raw_edges: Option<&Value>, index: &FastMap<String, usize>) -> Result<Vec<Edge>> {
     let mut edges = Vec::new();
     let mut edge_ids = HashSet::new();
     let Some(raw_edges) = raw_edges else {

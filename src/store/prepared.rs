@@ -14,7 +14,6 @@
 use crate::error::Result;
 use std::cell::RefCell;
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 
 /// Statements kept (each command shape uses a handful); past this many the
 /// cache starts over, which only costs preparing them again.
@@ -25,14 +24,17 @@ type Key = (usize, usize);
 
 pub(super) struct Prepared<'c> {
     conn: &'c rusqlite::Connection,
-    statements: RefCell<HashMap<Key, (Box<str>, rusqlite::Statement<'c>)>>,
+    statements: RefCell<crate::FastMap<Key, (Box<str>, rusqlite::Statement<'c>)>>,
 }
 
 impl<'c> Prepared<'c> {
     pub(super) fn new(conn: &'c rusqlite::Connection) -> Prepared<'c> {
         Prepared {
             conn,
-            statements: RefCell::new(HashMap::with_capacity(CAPACITY)),
+            statements: RefCell::new(crate::FastMap::with_capacity_and_hasher(
+                CAPACITY,
+                Default::default(),
+            )),
         }
     }
 
