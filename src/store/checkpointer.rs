@@ -29,10 +29,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How long the WAL may grow, in frames (pages), before each step of the
-/// copy. Longer means fewer passes and fewer fsyncs of the database file
-/// (1.04–1.16× the resolves per second at 16,000 against 4,000 frames,
-/// docs/performance.md), for a WAL that reaches 64 MB (128 MB when readers
-/// hold it off).
+/// copy. Longer means fewer passes, fewer fsyncs of the database file and
+/// more pages changed twice but copied once (1.04–1.16× the resolves per
+/// second at 16,000 against 4,000 frames, 1.01–1.16× at C=16 at 32,000
+/// against 16,000; docs/performance.md), for a WAL that reaches 128 MB
+/// (256 MB when readers hold it off).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct WalLimits {
     /// Frames the checkpointer lets gather before a pass.
@@ -45,8 +46,8 @@ pub(crate) struct WalLimits {
 
 impl WalLimits {
     pub(crate) const DEFAULT: WalLimits = WalLimits {
-        pass: 4_000,
-        restart: 16_000,
+        pass: 8_000,
+        restart: 32_000,
     };
 
     /// From this many frames on, the checkpointer copies without waiting for
