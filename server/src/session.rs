@@ -168,7 +168,7 @@ pub async fn load_principal(
 
 /// Whether a path is a console interrupt page (`/runs/{runId}/interrupts/{nodeId}`).
 pub fn is_interrupt_page(path: &str) -> bool {
-    // (Asked of every request: no allocation, and API paths end at the prefix.)
+    // (Asked of every request: no allocation, and paths outside `/runs/` end at the prefix.)
     let Some(rest) = path.trim_start_matches('/').strip_prefix("runs/") else {
         return false;
     };
