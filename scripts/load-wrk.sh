@@ -5,8 +5,10 @@
 # then resolves RESOLVES of them, each once, with wrk walking a file of their
 # resolve paths at each concurrency in CONCURRENCY (distinct runs per level).
 # Prints creates/s and resolves/s, p50/p99 (wrk's), the server's CPU per
-# request (user + system from /proc/PID/stat, and its writer threads' share)
-# and the bytes it wrote to files per request (/proc/PID/io write_bytes).
+# request (user + system from /proc/PID/stat, and its writer threads' share),
+# wrk's own CPU per request (the generator's share: it must not be the
+# bottleneck) and the bytes the server wrote to files per request
+# (/proc/PID/io write_bytes).
 # Only loopback traffic; stops by itself.
 #
 #   STORED="2000 20000 200000"  store sizes (runs created before the resolves)
@@ -70,16 +72,17 @@ drive() {
   rm -f "$dir"/done.*
   WRK_C=$c WRK_THREADS=$THREADS WRK_KEY=$KEY WRK_N=$n WRK_FILE="$dir/sample" WRK_OUT="$out" WRK_DONE="$dir/done" \
     wrk -t"$THREADS" -c"$c" -d3600s -T60s -s "scripts/wrk/$lua" "$url" > "$dir/wrk.out" &
-  local wrk_pid=$!
+  local wrk_pid=$! client
   # wrk runs for its whole -d unless interrupted: stop it when each thread is done
   # (the scripts time the requests themselves).
   until [ "$(ls "$dir"/done.* 2>/dev/null | wc -l)" -ge "$THREADS" ]; do sleep 0.1; done
+  client=$(ticks "$wrk_pid")
   kill -INT "$wrk_pid"; wait "$wrk_pid" || true
   s1=$(ticks "$pid"); k1=$(system_ticks "$pid"); w1=$(writer_ticks "$pid"); b1=$(written "$pid")
   line=$(grep '^WRK ' "$dir/wrk.out") || { cat "$dir/wrk.out" >&2; exit 1; }
   eval "$(echo "$line" | sed 's/^WRK //')"
-  awk -v n="$answered" -v d="$duration_us" -v p50="$p50_us" -v p99="$p99_us" -v s=$((s1 - s0)) -v w=$((w1 - w0)) -v k=$((k1 - k0)) -v b=$((b1 - b0)) -v f="$failed" \
-    'BEGIN { printf "%8.0f/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %.3f ms/req (writer %.3f, kernel %.0f %%)  written %.1f KiB/req  failed %d  answered %d\n", n / (d / 1e6), p50 / 1e3, p99 / 1e3, s * 10 / n, w * 10 / n, s ? 100 * k / s : 0, b / 1024 / n, f, n }'
+  awk -v n="$answered" -v d="$duration_us" -v p50="$p50_us" -v p99="$p99_us" -v s=$((s1 - s0)) -v w=$((w1 - w0)) -v k=$((k1 - k0)) -v b=$((b1 - b0)) -v f="$failed" -v c="$client" \
+    'BEGIN { printf "%8.0f/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %.3f ms/req (writer %.3f, kernel %.0f %%)  wrk %.3f ms/req  written %.1f KiB/req  failed %d  answered %d\n", n / (d / 1e6), p50 / 1e3, p99 / 1e3, s * 10 / n, w * 10 / n, s ? 100 * k / s : 0, c * 10 / n, b / 1024 / n, f, n }'
 }
 
 dir=$(mktemp -d)
