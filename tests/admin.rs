@@ -640,10 +640,16 @@ async fn outbox_is_listed_and_retried_per_tenant() {
         f.engine.outbox_retry_for_tenant(&admin("other"), id).await,
         Err(EngineError::NotFound(_))
     ));
-    f.engine
+    // The retry answers with the message as it queued it.
+    let queued = f
+        .engine
         .outbox_retry_for_tenant(&admin("acme"), id)
         .await
         .unwrap();
+    assert_eq!(
+        (queued.id, queued.status.as_str(), queued.attempts),
+        (id, "pending", 0)
+    );
     let again = f
         .engine
         .outbox_list(&filter("acme", None, Some("pending")))

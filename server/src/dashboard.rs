@@ -225,7 +225,7 @@ pub async fn retry_outbox(State(state): State<AppState>, post: AdminPost) -> Res
             .engine
             .outbox_retry_for_tenant(&post.actor(), id)
             .await
-            .map(|()| ok(format!("Message {id} is queued again."))),
+            .map(|_| ok(format!("Message {id} is queued again."))),
         Err(_) => Err(EngineError::validation("id", "id must be a message number")),
     };
     post.finish("/dashboard/outbox", outcome).await

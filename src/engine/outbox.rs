@@ -295,8 +295,9 @@ impl Engine {
     }
 
     /// Retries a failed or dropped message of one of the admin's tenant's
-    /// runs; another tenant's message does not exist for them.
-    pub async fn outbox_retry_for_tenant(&self, actor: &crate::Actor, id: i64) -> Result<()> {
+    /// runs; another tenant's message does not exist for them. Returns the
+    /// message as queued again.
+    pub async fn outbox_retry_for_tenant(&self, actor: &crate::Actor, id: i64) -> Result<OutboxItem> {
         let tenant = super::admin::admin_tenant(actor)?;
         match self.outbox_item(id).await {
             Ok(item) if crate::ids::tenant_of(&item.run_id) == tenant => self.outbox_retry(id).await,
@@ -307,17 +308,16 @@ impl Engine {
         }
     }
 
-    /// Puts a failed message back in the queue (admin retry).
-    pub async fn outbox_retry(&self, id: i64) -> Result<()> {
+    /// Puts a failed or dropped message back in the queue (admin retry) and
+    /// returns it as the retry left it: status `pending`, no attempts yet,
+    /// whatever a worker does with it next.
+    pub async fn outbox_retry(&self, id: i64) -> Result<OutboxItem> {
         let now = self.now();
         self.inner
             .store
             .write(move |conn| {
-                if outbox::requeue(conn, id, now)? {
-                    Ok(())
-                } else {
-                    Err(EngineError::NotFound(format!("no failed outbox message {id}")))
-                }
+                outbox::requeue(conn, id, now)?
+                    .ok_or_else(|| EngineError::NotFound(format!("no failed outbox message {id}")))
             })
             .await
     }

@@ -142,13 +142,18 @@ pub(crate) fn mark_dropped(conn: &WriteConn, id: i64, why: &str) -> Result<()> {
     Ok(())
 }
 
-/// Puts a failed or dropped message back in the queue; false when there is no such message.
-pub(crate) fn requeue(conn: &WriteConn, id: i64, now: Millis) -> Result<bool> {
-    let n = conn.execute(
-        "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = ?, lease_until = NULL WHERE id = ? AND status IN ('failed', 'dropped')",
-        args![now, id],
-    )?;
-    Ok(n > 0)
+static REQUEUE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = ?, lease_until = NULL \
+         WHERE id = ? AND status IN ('failed', 'dropped') RETURNING {COLUMNS}"
+    )
+});
+
+/// Puts a failed or dropped message back in the queue and returns it as
+/// queued (read in the same statement: a worker may deliver it again before
+/// any later read); `None` when there is no such message.
+pub(crate) fn requeue(conn: &WriteConn, id: i64, now: Millis) -> Result<Option<OutboxItem>> {
+    conn.query_opt(&REQUEUE, args![now, id], item)
 }
 
 /// Claims an interrupt's one reminder; false when another instance (or an

@@ -138,6 +138,7 @@ pub async fn retry_outbox(
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::validation("outboxId", format!("outboxId {id:?} is not an integer")))?;
-    state.engine.outbox_retry_for_tenant(&auth.actor, id).await?;
-    Ok(Json(view(state.engine.outbox_item(id).await?)))
+    // The message as the retry queued it (a worker may already be at it).
+    let queued = state.engine.outbox_retry_for_tenant(&auth.actor, id).await?;
+    Ok(Json(view(queued)))
 }
