@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every check: formatting, lints, unit and integration tests, browser tests,
-# API fuzzing, the OpenWOP SDK.
+# API fuzzing (on SQLite and on PostgreSQL), the OpenWOP SDK.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -41,6 +41,11 @@ TMPDIR="$e2e_tmp" node --test --test-concurrency=1 end2end/
 
 step "API fuzzing: Schemathesis from /openapi.json against a live server"
 scripts/fuzz-api.sh
+
+step "API fuzzing again on PostgreSQL (a fresh database on the private server)"
+fuzz_db="fuzz_$$"
+psql -qAt "$pg_url" -c "CREATE DATABASE $fuzz_db" >/dev/null
+FUZZ_OUT=target/fuzz-postgres FUZZ_DATABASE_URL="${pg_url%/*}/$fuzz_db" scripts/fuzz-api.sh
 
 step "official OpenWOP Python SDK against a live server"
 scripts/sdk-test.sh
