@@ -493,6 +493,9 @@ impl Store {
             }
             // Soonest deadline first, those without one last (oldest first):
             // two ranges, since only interrupts with a deadline are indexed by it.
+            // The reads are separate snapshots; no row is in both, since a
+            // deadline is never changed after the interrupt is raised, so a
+            // write between them only moves the boundary, as between pages.
             InboxSort::Deadline => {
                 let dated = Part {
                     only: " AND i.deadline_at IS NOT NULL",
