@@ -344,15 +344,16 @@ impl Drop for Checkpoints {
 /// How much lower than the threads that commit and answer the checkpointer
 /// runs (`nice` steps): its copying is background work with a backstop (the
 /// writer copies a WAL past `restart` itself), and at full CPU it otherwise
-/// takes turns with them (1.03–1.21× the resolves at C=16 on two cores,
+/// takes turns with them (1.01–1.19× the resolves at C=16 on two cores,
 /// docs/performance.md, eighteenth sitting).
 const NICER_BY: i32 = 10;
 
 /// Lowers the calling thread's CPU priority by [`NICER_BY`] (up to the
 /// lowest, 19). Raising a nice value needs no privilege; on Linux it is a
-/// per-thread attribute, so only this thread changes.
+/// per-thread attribute, so only this thread changes. Elsewhere `nice`
+/// would lower the whole process, so it is left alone there.
 fn yield_cpu_to_commits() {
-    #[cfg(unix)]
+    #[cfg(target_os = "linux")]
     // SAFETY: a plain system call about the calling thread; its result (the
     // new nice value, or -1) is not needed.
     unsafe {
