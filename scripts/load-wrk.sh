@@ -13,6 +13,8 @@
 #
 #   STORED="2000 20000 200000"  store sizes (runs created before the resolves)
 #   CONCURRENCY="16 64"         wrk connections (1 wrk thread: far from the bottleneck)
+#   CREATE_CONCURRENCY="16"     the same for the create phase: with several
+#                               levels each creates its share of the runs
 #   RESOLVES=N                  resolves per concurrency level (default
 #                               min(10000, pending runs / number of levels))
 #   PENDING=N                   a store shaped like production: only the N
@@ -38,6 +40,7 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 STORED=${STORED:-2000 20000 200000}
 CONCURRENCY=${CONCURRENCY:-16 64}
+CREATE_CONCURRENCY=${CREATE_CONCURRENCY:-16}
 DURABILITY=${DURABILITY:-full}
 DATABASE=${DATABASE:-sqlite}
 BIN=${SERVER_BIN:-target/release/tollgate}
@@ -89,6 +92,7 @@ dir=$(mktemp -d)
 pid=
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
 levels=($CONCURRENCY)
+create_levels=($CREATE_CONCURRENCY)
 echo "server $BIN, $DATABASE, durability $DURABILITY${CACHE_MIB:+, writer cache $CACHE_MIB MiB}, wrk -t$THREADS, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for stored in $STORED; do
   case "$DATABASE" in
@@ -124,9 +128,17 @@ TOML
   url=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$dir/server.out")
   rm -f "$dir"/runs.*
   if [ -n "${BEFORE_CREATE:-}" ]; then SERVER_PID=$pid bash -c "$BEFORE_CREATE"; fi
-  printf '%-8s stored %-7s create  C=%-3s ' "$DATABASE" "$stored" 16
-  drive create.lua "$stored" 16 "$dir/runs"
-  cat "$dir"/runs.* > "$dir/created"   # in creation order (one wrk thread)
+  : > "$dir/created"
+  i=0
+  for c in "${create_levels[@]}"; do
+    # each level creates its share; the first takes what does not divide
+    n=$(( stored / ${#create_levels[@]} + (i == 0 ? stored % ${#create_levels[@]} : 0) ))
+    i=$((i + 1))
+    printf '%-8s stored %-7s create  C=%-3s ' "$DATABASE" "$stored" "$c"
+    drive create.lua "$n" "$c" "$dir/runs"
+    cat "$dir"/runs.* >> "$dir/created"   # in creation order (one wrk thread)
+    rm -f "$dir"/runs.*
+  done
   created=$(wc -l < "$dir/created")      # wrk may leave a request unsent
   pending=$created
   if [ -n "${PENDING:-}" ] && [ "$PENDING" -lt "$created" ]; then
