@@ -94,8 +94,6 @@ struct Progress {
     copied: u32,
     /// Commits so far (the checkpointer's idle pass leaves a busy writer be).
     commits: u64,
-    /// Passes after which the checkpointer synced the database file.
-    written_back: u64,
     stop: bool,
     limits: WalLimits,
 }
@@ -207,7 +205,7 @@ fn copy_frames(conn: &rusqlite::Connection, restart: bool) -> rusqlite::Result<O
 }
 
 /// Logs a failed copy at most once per `WARN_EVERY`.
-fn warn_failed(warned: &mut Option<Instant>, who: &str, error: &dyn std::fmt::Display) {
+fn warn_failed(warned: &mut Option<Instant>, who: &str, error: &rusqlite::Error) {
     let now = Instant::now();
     if warned.is_none_or(|at| now.duration_since(at) >= WARN_EVERY) {
         *warned = Some(now);
@@ -233,9 +231,6 @@ impl Checkpoints {
         own.execute_batch(&format!(
             "PRAGMA synchronous = {synchronous}; PRAGMA wal_autocheckpoint = 0;"
         ))?;
-        // Only synced through (see `write_back`); a store SQLite can open
-        // but this cannot is left to SQLite's own sync.
-        let database = std::fs::OpenOptions::new().write(true).open(path).ok();
         let shared = Arc::new(Shared {
             progress: Mutex::new(Progress {
                 limits,
@@ -247,7 +242,7 @@ impl Checkpoints {
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name("tollgate-checkpoint".into())
-                .spawn(move || checkpoint_loop(own, database.as_ref(), &shared))?
+                .spawn(move || checkpoint_loop(own, &shared))?
         };
         let frames = Box::into_raw(Box::new(AtomicU32::new(0)));
         // SAFETY: the handle is the writer's open connection, which outlives
@@ -366,23 +361,7 @@ fn yield_cpu_to_commits() {
     }
 }
 
-/// Syncs the database file after a pass. SQLite syncs it only after a
-/// checkpoint that copied the whole WAL, which a pass beside a busy writer
-/// never does; so every page the passes of a WAL's generation wrote waited
-/// in the kernel for the writer's copy of the tail, whose sync then stalled
-/// every commit behind it (26–34 ms at 12,000 creates/s, `perf trace`,
-/// docs/performance.md). Syncing here, off the writer, leaves that sync
-/// little to do. Durability does not rest on it: the WAL keeps every frame
-/// until a checkpoint that SQLite synced, as before.
-fn write_back(database: Option<&std::fs::File>, shared: &Shared, warned: &mut Option<Instant>) {
-    match database.map(std::fs::File::sync_data) {
-        Some(Ok(())) => shared.lock().written_back += 1,
-        Some(Err(e)) => warn_failed(warned, "the checkpointer", &e),
-        None => {}
-    }
-}
-
-fn checkpoint_loop(conn: rusqlite::Connection, database: Option<&std::fs::File>, shared: &Shared) {
+fn checkpoint_loop(conn: rusqlite::Connection, shared: &Shared) {
     yield_cpu_to_commits();
     let mut stalled = false;
     let mut warned = None;
@@ -418,9 +397,6 @@ fn checkpoint_loop(conn: rusqlite::Connection, database: Option<&std::fs::File>,
             Ok(Some(copied)) => {
                 stalled = copied <= before;
                 shared.copied(generation, copied);
-                if !stalled {
-                    write_back(database, shared, &mut warned);
-                }
             }
             Ok(None) => stalled = true,
             Err(e) => {
@@ -578,47 +554,6 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(all, 10_240);
-    }
-
-    /// The checkpointer syncs the database file after its passes, so the
-    /// writer's sync when the WAL starts over finds little left to write.
-    #[test]
-    fn the_checkpointer_syncs_the_pages_it_copied() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("w.db");
-        let writer = rusqlite::Connection::open(&path).unwrap();
-        writer
-            .execute_batch(
-                "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
-                 CREATE TABLE t (v INTEGER PRIMARY KEY, pad TEXT NOT NULL)",
-            )
-            .unwrap();
-        let checkpoints = Checkpoints::start(&writer, &path, "FULL", SMALL).unwrap();
-        // Two passes' worth of one-page rows, ten to a commit.
-        for batch in 0..(2 * SMALL.pass / 10) {
-            checkpoints.before_batch(&writer);
-            let tx = writer.unchecked_transaction().unwrap();
-            for row in 0..10 {
-                tx.execute(
-                    "INSERT INTO t (v, pad) VALUES (?, ?)",
-                    rusqlite::params![batch * 10 + row, "x".repeat(3000)],
-                )
-                .unwrap();
-            }
-            tx.commit().unwrap();
-            checkpoints.after_commit();
-        }
-        for _ in 0..500 {
-            if checkpoints.shared.lock().written_back > 0 {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let progress = checkpoints.shared.lock();
-        panic!(
-            "no pass synced the database file ({} of {} frames copied)",
-            progress.copied, progress.frames
-        );
     }
 
     /// The nice value of each thread of this process named `name` (as
