@@ -399,12 +399,25 @@ async fn a_redirect_is_not_followed_and_is_recorded_as_a_failure() {
     );
 }
 
+/// An admin of tenant `other`, with a key and a console password.
+const OTHER_ADMIN: &str = "olga-admin-key-012345";
+const OTHER_PASSWORD: &str = "olga-test-password";
+
+fn other_admin() -> String {
+    let phc = tollgate::passwords::hash(OTHER_PASSWORD).expect("hash");
+    format!(
+        "[[principals]]\nid = \"olga\"\ntenant = \"other\"\nroles = [\"admin\"]\nemail = \"olga@example.com\"\n\
+         password_hash = {}\n\n[[api_keys]]\nkey = \"{OTHER_ADMIN}\"\nprincipal = \"olga\"\nscopes = [\"admin\"]\n",
+        serde_json::to_string(&phc).unwrap()
+    )
+}
+
 #[tokio::test]
 async fn the_guard_runs_again_at_delivery_and_admin_can_retry() {
     // Created while loopback is allowed, but the worker has not run yet…
     let dir = dir_with(
         &format!("secret = \"{SECRET}\"\nallow_loopback = true\npoll_interval_ms = 600000"),
-        "",
+        &other_admin(),
     );
     let mut s = Server::start(&dir).await;
     let (port, mut inbox) = receiver("200 OK", String::new()).await;
@@ -461,6 +474,29 @@ async fn the_guard_runs_again_at_delivery_and_admin_can_retry() {
     s.post(&path, OWNER, &json!({}))
         .await
         .expect(403, Some("forbidden"));
+    // Another tenant's admin finds no such message, by key or on the
+    // dashboard, and the message stays as it was.
+    let r = s.get("/admin/outbox", OTHER_ADMIN).await;
+    r.expect(200, None);
+    assert_eq!(r.body["items"].as_array().map(Vec::len), Some(0), "{}", r.body);
+    s.post(&path, OTHER_ADMIN, &json!({}))
+        .await
+        .expect(404, Some("not_found"));
+    let olga = Browser::sign_in(&s, "olga", OTHER_PASSWORD).await;
+    let (status, _) = olga
+        .post_form("/dashboard/outbox/retry", &[("id", &id.to_string())])
+        .await;
+    assert_eq!(status, 303, "the dashboard answers with the page again");
+    let (status, page) = olga.page("/dashboard/outbox").await;
+    assert_eq!(status, 200);
+    assert!(page.contains(&format!("no outbox message {id}")), "{page}");
+    let opaque = run.split('/').nth(1).unwrap();
+    assert!(!page.contains(opaque), "another tenant's message shown");
+    let unchanged = wait_callback(&s, 1, |r| r["id"] == id).await;
+    assert_eq!(
+        (unchanged["status"].as_str(), unchanged["attempts"].as_i64()),
+        (Some("failed"), Some(1))
+    );
     let r = s.post(&path, ADMIN, &json!({})).await;
     r.expect(200, None);
     assert_eq!(r.body["id"], id);

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{seg, Resp, Server, TestDir};
+use common::{seg, Browser, Resp, Server, TestDir};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::process::Command;
@@ -193,80 +193,6 @@ fn tollgate_cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     )
 }
 
-/// A console session: signs in with the form and keeps the cookie.
-struct Browser<'a> {
-    s: &'a Server,
-    client: reqwest::Client,
-    cookie: String,
-}
-
-impl<'a> Browser<'a> {
-    async fn sign_in(s: &'a Server, user: &str) -> Browser<'a> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap();
-        let res = client
-            .post(s.url("/signin"))
-            .header("origin", &s.base)
-            .form(&[("user", user), ("password", PASSWORD), ("next", "/")])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status().as_u16(), 303, "sign-in redirects");
-        assert_eq!(res.headers()["location"], "/", "signed in");
-        let cookie = res
-            .headers()
-            .get_all("set-cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .map(|v| v.split(';').next().unwrap_or("").to_string())
-            .collect::<Vec<_>>()
-            .join("; ");
-        assert!(cookie.contains("tollgate_session="), "{cookie}");
-        Browser { s, client, cookie }
-    }
-
-    async fn page(&self, path: &str) -> (u16, String) {
-        let res = self
-            .client
-            .get(self.s.url(path))
-            .header("cookie", &self.cookie)
-            .header("accept", "text/html")
-            .send()
-            .await
-            .unwrap();
-        (res.status().as_u16(), res.text().await.unwrap())
-    }
-
-    /// Opens the live inbox stream.
-    async fn stream(&self) -> reqwest::Response {
-        let res = self
-            .client
-            .get(self.s.url("/inbox/stream"))
-            .header("cookie", &self.cookie)
-            .header("accept", "text/event-stream")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status().as_u16(), 200);
-        res
-    }
-
-    async fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> (u16, String) {
-        let res = self
-            .client
-            .post(self.s.url(path))
-            .header("cookie", &self.cookie)
-            .header("origin", &self.s.base)
-            .form(fields)
-            .send()
-            .await
-            .unwrap();
-        (res.status().as_u16(), res.text().await.unwrap())
-    }
-}
-
 /// Point 1: a tenant admin cannot replace another tenant's definition (it
 /// registers its own instead), cannot replace an instance-wide one (403),
 /// and runs execute their own tenant's definition.
@@ -436,7 +362,7 @@ async fn one_character_apart_tenants_see_nothing_of_each_other() {
     }
 
     // Console: the inbox and the dashboard of acme_x show nothing of acme-x.
-    let ann = Browser::sign_in(&s, "ux-ann").await;
+    let ann = Browser::sign_in(&s, "ux-ann", PASSWORD).await;
     let (status, inbox) = ann.page("/").await;
     assert_eq!(status, 200);
     assert!(
@@ -460,7 +386,7 @@ async fn one_character_apart_tenants_see_nothing_of_each_other() {
     assert_eq!(status, 403);
     assert_undecided(&s, DX_OWNER, &dash).await;
 
-    let admin = Browser::sign_in(&s, "ux-admin").await;
+    let admin = Browser::sign_in(&s, "ux-admin", PASSWORD).await;
     for path in ["/dashboard", "/dashboard/runs"] {
         let (status, html) = admin.page(path).await;
         assert_eq!(status, 200, "{path}");
@@ -502,7 +428,7 @@ async fn the_live_inbox_follows_only_its_own_tenant() {
             .await
             .expect(201, None);
     }
-    let ann = Browser::sign_in(&s, "ux-ann").await;
+    let ann = Browser::sign_in(&s, "ux-ann", PASSWORD).await;
     let mut stream = ann.stream().await;
     create(&s, DX_OWNER, "pay").await;
     create(&s, UP_OWNER, "conformance-approval").await;
@@ -544,7 +470,7 @@ async fn links_are_resolve_capable_only_for_those_who_may_decide() {
         .await
         .expect(403, Some("forbidden"));
         // The token page form decides nothing either.
-        let ann = Browser::sign_in(&s, "dx-ann").await;
+        let ann = Browser::sign_in(&s, "dx-ann", PASSWORD).await;
         let (status, _) = ann
             .post_form(&format!("/t/{token}"), &[("action", "accept")])
             .await;
@@ -714,7 +640,7 @@ async fn admin_operations_check_the_actor_and_stay_in_its_tenant() {
             .expect(403, Some("forbidden"));
     }
     // A non-admin person on the dashboard: refused.
-    let ann = Browser::sign_in(&s, "dx-ann").await;
+    let ann = Browser::sign_in(&s, "dx-ann", PASSWORD).await;
     let (status, html) = ann.page("/dashboard/runs").await;
     assert_eq!(status, 403, "{html}");
     assert!(!html.contains(&seg(&run)));
@@ -723,7 +649,7 @@ async fn admin_operations_check_the_actor_and_stay_in_its_tenant() {
         .await;
     assert_eq!(status, 403);
     // acme_x's admin cannot touch acme-x's people or keys.
-    let admin = Browser::sign_in(&s, "ux-admin").await;
+    let admin = Browser::sign_in(&s, "ux-admin", PASSWORD).await;
     let (_, people) = admin.page("/dashboard/people").await;
     assert!(!people.contains("dx-ann"), "another tenant's directory");
     assert!(people.contains("ux-ann"));

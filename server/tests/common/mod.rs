@@ -783,3 +783,78 @@ pub fn assert_v2_snapshot(s: &Value) {
         );
     }
 }
+
+/// A console session: signs in with the form and keeps the cookie (posts
+/// send the same-origin header the console requires).
+pub struct Browser<'a> {
+    s: &'a Server,
+    client: reqwest::Client,
+    cookie: String,
+}
+
+impl<'a> Browser<'a> {
+    pub async fn sign_in(s: &'a Server, user: &str, password: &str) -> Browser<'a> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let res = client
+            .post(s.url("/signin"))
+            .header("origin", &s.base)
+            .form(&[("user", user), ("password", password), ("next", "/")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 303, "sign-in redirects");
+        assert_eq!(res.headers()["location"], "/", "signed in");
+        let cookie = res
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(|v| v.split(';').next().unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
+        assert!(cookie.contains("tollgate_session="), "{cookie}");
+        Browser { s, client, cookie }
+    }
+
+    pub async fn page(&self, path: &str) -> (u16, String) {
+        let res = self
+            .client
+            .get(self.s.url(path))
+            .header("cookie", &self.cookie)
+            .header("accept", "text/html")
+            .send()
+            .await
+            .unwrap();
+        (res.status().as_u16(), res.text().await.unwrap())
+    }
+
+    /// Opens the live inbox stream.
+    pub async fn stream(&self) -> reqwest::Response {
+        let res = self
+            .client
+            .get(self.s.url("/inbox/stream"))
+            .header("cookie", &self.cookie)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+        res
+    }
+
+    pub async fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> (u16, String) {
+        let res = self
+            .client
+            .post(self.s.url(path))
+            .header("cookie", &self.cookie)
+            .header("origin", &self.s.base)
+            .form(fields)
+            .send()
+            .await
+            .unwrap();
+        (res.status().as_u16(), res.text().await.unwrap())
+    }
+}
