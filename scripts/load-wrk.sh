@@ -126,7 +126,6 @@ TOML
   # (up to a minute: under valgrind a start takes a while)
   for _ in $(seq 600); do grep -q "listening on" "$dir/server.out" 2>/dev/null && break; sleep 0.1; done
   url=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$dir/server.out")
-  rm -f "$dir"/runs.*
   if [ -n "${BEFORE_CREATE:-}" ]; then SERVER_PID=$pid bash -c "$BEFORE_CREATE"; fi
   : > "$dir/created"
   i=0

@@ -345,7 +345,10 @@ impl Drop for Checkpoints {
 /// runs (`nice` steps): its copying is background work with a backstop (the
 /// writer copies a WAL past `restart` itself), and at full CPU it otherwise
 /// takes turns with them (1.01–1.19× the resolves at C=16 on two cores,
-/// docs/performance.md, eighteenth sitting).
+/// docs/performance.md, eighteenth sitting). The price: a pass it started
+/// holds SQLite's checkpoint lock while it waits for the CPU, and the
+/// writer's copy of the tail waits for that pass, so on a busy host the WAL
+/// can run past `restart` (the backstop bounds it; nineteenth sitting).
 const NICER_BY: i32 = 10;
 
 /// Lowers the calling thread's CPU priority by [`NICER_BY`] (up to the
