@@ -33,6 +33,11 @@ pub struct CompiledContract {
     pub contract: Contract,
     request: Arc<jsonschema::Validator>,
     resume: Arc<jsonschema::Validator>,
+    /// The contract and its `resumeSchema` as JSON text, written once: every
+    /// interrupt the node raises stores them (the writer thread used to
+    /// serialise them again for each one).
+    text: Arc<str>,
+    resume_schema_text: Box<serde_json::value::RawValue>,
 }
 
 impl std::fmt::Debug for CompiledContract {
@@ -50,11 +55,26 @@ impl CompiledContract {
             .map_err(|e| format!("{what}: requestSchema: {e}"))?;
         let resume = compile_object_schema(&contract.resume_schema)
             .map_err(|e| format!("{what}: resumeSchema: {e}"))?;
+        let text = serde_json::to_string(&contract).map_err(|e| format!("{what}: {e}"))?;
+        let resume_schema_text = serde_json::value::to_raw_value(&contract.resume_schema)
+            .map_err(|e| format!("{what}: resumeSchema: {e}"))?;
         Ok(CompiledContract {
             contract,
             request: Arc::new(request),
             resume: Arc::new(resume),
+            text: text.into(),
+            resume_schema_text,
         })
+    }
+
+    /// The contract as the JSON text an interrupt's row stores.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The `resumeSchema` as JSON text, for an interrupt's payload.
+    pub fn resume_schema_text(&self) -> &serde_json::value::RawValue {
+        &self.resume_schema_text
     }
 
     pub fn validate_request(&self, payload: &Value) -> Result<()> {

@@ -74,10 +74,6 @@ pub struct NewRun {
     pub requested_by: Option<String>,
 }
 
-/// The `run.started` member naming the person a run is for (a host
-/// extension: the payload is closed but for `x-…` members).
-pub const REQUESTED_BY_EVENT_MEMBER: &str = "x-tollgate-requestedBy";
-
 /// One command's view of one run.
 pub(crate) struct Exec<'a> {
     conn: &'a WriteConn<'a>,
@@ -198,12 +194,14 @@ impl<'a> Exec<'a> {
             conversations: FastMap::default(),
             starting: true,
         };
-        let mut started = json!({ "workflowId": wf.id, "inputs": exec.run.inputs, "owner": exec.run.owner, "transport": "rest" });
-        if let Some(person) = &exec.run.requested_by {
-            // A host extension member (the payload is closed but for `x-…`).
-            started[REQUESTED_BY_EVENT_MEMBER] = json!(person);
-        }
-        exec.emit(EventType::RunStarted, None, started)?;
+        let started = serde_json::to_string(&payloads::RunStarted {
+            inputs: &exec.run.inputs,
+            owner: &exec.run.owner,
+            transport: "rest",
+            workflow_id: &wf.id,
+            requested_by: exec.run.requested_by.as_deref(),
+        })?;
+        exec.emit_text(EventType::RunStarted, None, started)?;
         for root in wf.roots() {
             exec.state_mut(&root.id).status = NodeStatus::Queued;
             exec.queue.push_back(NodeId::trusted(&root.id));
@@ -277,10 +275,14 @@ impl<'a> Exec<'a> {
             st.output = None;
             st.visits
         };
-        self.emit(
+        self.emit_typed(
             EventType::NodeStarted,
             Some(node_id),
-            json!({ "nodeId": node_id, "typeId": node.type_id, "attempt": 0 }),
+            &payloads::NodeStarted {
+                attempt: 0,
+                node_id,
+                type_id: &node.type_id,
+            },
         )?;
         if visits > self.recursion_limit {
             let error = json!({
@@ -489,19 +491,18 @@ impl<'a> Exec<'a> {
             Err(ConversationRefusal::Refuse(e)) => return Err(e),
         };
         let key = reentry_key(&self.run.run_id, node_id, visit);
-        let mut payload = json!({
-            "kind": spec.kind.as_str(),
-            "key": key,
-            "data": data,
-            "resumeSchema": spec.contract.contract.resume_schema,
-        });
-        if let Some(t) = spec.timeout_ms {
-            payload["timeoutMs"] = json!(t);
-        }
+        // Written once: the interrupt's row and its `interrupt.requested` event store the same text.
+        let payload = serde_json::to_string(&payloads::InterruptRequested {
+            data: &data,
+            key: &key,
+            kind: spec.kind.as_str(),
+            resume_schema: spec.contract.resume_schema_text(),
+            timeout_ms: spec.timeout_ms,
+        })?;
         // An unbound payload was checked at registration; what a run adds to it
         // (`artifactData`, `payload`, `turnIndex`) the kind's schema admits.
         let checked = if spec.bound {
-            crate::interrupt::check_payload(spec.kind, &payload)
+            crate::interrupt::check_payload(spec.kind, &serde_json::from_str(&payload)?)
         } else {
             Ok(())
         };
@@ -525,13 +526,6 @@ impl<'a> Exec<'a> {
             .or_else(|| data["questions"][0]["question"].as_str().map(str::to_string))
             .or_else(|| data["prompt"].as_str().map(str::to_string))
             .unwrap_or_else(|| node.name.clone());
-        let rules = spec
-            .approval
-            .as_ref()
-            .map(serde_json::to_string)
-            .transpose()?
-            .unwrap_or_else(|| "null".into());
-        let contract_text = serde_json::to_string(&spec.contract.contract)?;
         let owner_subject = self.run.requester();
         let deadline = spec.timeout_ms.map(|t| after(self.now, t));
         let interrupt_id = ids::new_tenant_bound(&self.run.tenant);
@@ -542,10 +536,10 @@ impl<'a> Exec<'a> {
             key: key.clone(),
             visit,
             kind: spec.kind,
-            payload: json_text(&payload),
-            contract: contract_text,
+            payload: payload.clone(),
+            contract: spec.contract.text().to_string(),
             request: json_text(&request),
-            rules,
+            rules: spec.rules_text().to_string(),
             workflow_id: wf.id.clone(),
             title,
             owner_subject,
@@ -556,13 +550,18 @@ impl<'a> Exec<'a> {
         if let Some(opened) = conversation {
             self.emit(EventType::ConversationOpened, Some(node_id), opened)?;
         }
-        self.emit(EventType::InterruptRequested, Some(node_id), payload)?;
-        let mut suspended =
-            json!({ "nodeId": node_id, "interruptId": interrupt_id, "kind": spec.kind.as_str(), "key": key });
-        if spec.kind == InterruptKind::LowConfidence {
-            suspended["reason"] = json!("low-confidence");
-        }
-        self.emit(EventType::NodeSuspended, Some(node_id), suspended)?;
+        self.emit_text(EventType::InterruptRequested, Some(node_id), payload)?;
+        self.emit_typed(
+            EventType::NodeSuspended,
+            Some(node_id),
+            &payloads::NodeSuspended {
+                interrupt_id: &interrupt_id,
+                key: &key,
+                kind: spec.kind.as_str(),
+                node_id,
+                reason: (spec.kind == InterruptKind::LowConfidence).then_some("low-confidence"),
+            },
+        )?;
         let st = self.state_mut(node_id);
         st.status = NodeStatus::Suspended;
         st.waiting = Some(spec.kind.waiting_status());

@@ -100,6 +100,36 @@ pub struct InterruptSpec {
     /// `data` has bound members: its payload is checked when the node runs
     /// (an unbound payload was checked at registration).
     pub bound: bool,
+    /// `approval` as the JSON text each interrupt's row stores (`null` when
+    /// none), written once with the definition.
+    rules_text: std::sync::Arc<str>,
+}
+
+impl InterruptSpec {
+    pub fn new(
+        kind: InterruptKind,
+        data: Value,
+        contract: CompiledContract,
+        timeout_ms: Option<u64>,
+        approval: Option<ApprovalRules>,
+        bound: bool,
+    ) -> crate::error::Result<Self> {
+        let rules_text = serde_json::to_string(&approval)?.into();
+        Ok(InterruptSpec {
+            kind,
+            data,
+            contract,
+            timeout_ms,
+            approval,
+            bound,
+            rules_text,
+        })
+    }
+
+    /// The approval rules as stored with each interrupt (`null`: none).
+    pub fn rules_text(&self) -> &str {
+        &self.rules_text
+    }
 }
 
 /// A `core.agentDecision` node: an agent's decision with its confidence,

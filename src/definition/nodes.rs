@@ -266,14 +266,14 @@ fn approval_gate(node: &str, config: &Value) -> Result<Compiled> {
     check_static_payload(node, InterruptKind::Approval, &data, &contract.contract)?;
     let bound = binding::has_bindings(&data);
     Ok(Compiled {
-        behaviour: NodeBehaviour::Interrupt(Box::new(InterruptSpec {
-            kind: InterruptKind::Approval,
+        behaviour: NodeBehaviour::Interrupt(Box::new(InterruptSpec::new(
+            InterruptKind::Approval,
             data,
             contract,
-            timeout_ms: timeout(node, config)?,
+            timeout(node, config)?,
+            Some(rules),
             bound,
-            approval: Some(rules),
-        })),
+        )?)),
         reads,
     })
 }
@@ -331,14 +331,14 @@ fn clarification_gate(node: &str, config: &Value) -> Result<Compiled> {
     check_static_payload(node, InterruptKind::Clarification, &data, &contract.contract)?;
     let bound = binding::has_bindings(&data);
     Ok(Compiled {
-        behaviour: NodeBehaviour::Interrupt(Box::new(InterruptSpec {
-            kind: InterruptKind::Clarification,
+        behaviour: NodeBehaviour::Interrupt(Box::new(InterruptSpec::new(
+            InterruptKind::Clarification,
             data,
             contract,
-            timeout_ms: timeout(node, config)?,
+            timeout(node, config)?,
+            None,
             bound,
-            approval: None,
-        })),
+        )?)),
         reads,
     })
 }
@@ -443,14 +443,14 @@ fn interrupt_node(node: &str, config: &Value, caps: &Capabilities) -> Result<Com
     check_static_payload(node, kind, &data, &contract.contract)?;
     let bound = binding::has_bindings(&data);
     Ok(Compiled {
-        behaviour: NodeBehaviour::Interrupt(Box::new(InterruptSpec {
+        behaviour: NodeBehaviour::Interrupt(Box::new(InterruptSpec::new(
             kind,
             data,
             contract,
-            timeout_ms: timeout(node, config)?,
-            bound,
+            timeout(node, config)?,
             approval,
-        })),
+            bound,
+        )?)),
         reads,
     })
 }
@@ -615,14 +615,14 @@ fn agent_decision(node: &str, config: &Value, inputs: &Map<String, Value>) -> Re
     Ok(plain(NodeBehaviour::Decision(Box::new(DecisionSpec {
         agent_id: agent_id.to_string(),
         threshold,
-        escalation: InterruptSpec {
-            kind: InterruptKind::LowConfidence,
-            data: json!({ "agentId": agent_id }),
+        escalation: InterruptSpec::new(
+            InterruptKind::LowConfidence,
+            json!({ "agentId": agent_id }),
             contract,
-            timeout_ms: timeout(node, config)?,
-            approval: None,
+            timeout(node, config)?,
+            None,
             // Its data is the agent's, filled at run time (and checked then).
-            bound: true,
-        },
+            true,
+        )?,
     }))))
 }

@@ -371,7 +371,7 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
                     text(run.workflow_id),
                     text(run.workflow_digest),
                     text(run.status.as_str()),
-                    text(run.owner.to_string()),
+                    text(json_text(&run.owner)),
                     opt_text(run.current_node_id),
                     opt_text(run.error.as_ref().map(json_text)),
                     text(json_text(&run.inputs)),
