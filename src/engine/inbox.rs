@@ -307,6 +307,7 @@ impl Engine {
                 group_key: g.group_key,
                 mine: g.mine,
                 via,
+                eligibility: g.eligibility,
             });
         }
         workflows.sort();

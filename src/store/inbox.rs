@@ -32,6 +32,9 @@ pub(crate) struct Admitted {
     pub group_key: String,
     pub mine: i64,
     pub via: String,
+    /// The group's stored rules, which every row of it has (the inbox index
+    /// does not carry them: migration 0027).
+    pub eligibility: String,
 }
 
 /// The rule group of an interrupt: a digest of what decides who may answer it.
@@ -154,6 +157,8 @@ pub(crate) struct PendingRow {
     pub kind: InterruptKind,
     pub title: String,
     pub workflow_id: String,
+    /// From the row's group ([`Admitted::eligibility`]), not the statement.
+    #[sqlx(skip)]
     pub eligibility: String,
     pub created_at: Millis,
     pub deadline_at: Option<Millis>,
@@ -554,7 +559,7 @@ impl Store {
         let (only, order) = (part.only, part.order);
         let sql = self
             .q(&format!(
-                "SELECT i.interrupt_id, i.run_id, i.node_id, i.kind, i.title, i.workflow_id, i.eligibility, \
+                "SELECT i.interrupt_id, i.run_id, i.node_id, i.kind, i.title, i.workflow_id, \
                  i.created_at, i.deadline_at, i.inbox_group, i.owner_subject FROM interrupts i {hint} \
                  WHERE {filter}{narrow}{only} ORDER BY {order} LIMIT ? OFFSET ?"
             ))
@@ -567,16 +572,16 @@ impl Store {
         q = page.narrow.bind(q);
         let rows = q.bind(limit).bind(offset).fetch_all(&self.read).await?;
         rows.into_iter()
-            .map(|r| {
+            .map(|mut r| {
                 let mine = i64::from(r.owner_subject == page.me);
-                let via = admitted
+                let group = admitted
                     .iter()
                     .find(|a| a.group_key == r.inbox_group && a.mine == mine)
-                    .map(|a| a.via.clone())
                     .ok_or_else(|| {
                         EngineError::Storage(format!("inbox row {} outside its groups", r.row.interrupt_id))
                     })?;
-                Ok((r.row, via))
+                r.row.eligibility = group.eligibility.clone();
+                Ok((r.row, group.via.clone()))
             })
             .collect()
     }
