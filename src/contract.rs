@@ -30,7 +30,8 @@ pub fn object_schema() -> Value {
 /// A contract with its schemas compiled.
 #[derive(Clone)]
 pub struct CompiledContract {
-    pub contract: Contract,
+    /// Read through [`CompiledContract::contract`]: its text is made once.
+    contract: Contract,
     request: Arc<jsonschema::Validator>,
     resume: Arc<jsonschema::Validator>,
     /// The contract and its `resumeSchema` as JSON text, written once: every
@@ -65,6 +66,10 @@ impl CompiledContract {
             text: text.into(),
             resume_schema_text,
         })
+    }
+
+    pub fn contract(&self) -> &Contract {
+        &self.contract
     }
 
     /// The contract as the JSON text an interrupt's row stores.

@@ -749,7 +749,7 @@ impl<'a> Exec<'a> {
         let notice = crate::notify::Notice {
             tenant: self.run.tenant.as_str(),
             kind: spec.kind,
-            rules: spec.approval.as_ref(),
+            rules: spec.approval(),
             audience: data.get("audience"),
             requester: &requester,
         };
@@ -1291,7 +1291,7 @@ fn resolution_facts(interrupt: &InterruptRow, resolved: &Value) -> Result<Value>
         let contract = crate::contract::cached(&interrupt.contract)?;
         resolved
             .get("resumeValue")
-            .and_then(|rv| contract.contract.outcome_of(rv).ok().flatten())
+            .and_then(|rv| contract.contract().outcome_of(rv).ok().flatten())
             .map(Value::String)
     };
     if let Some(o) = outcome {
@@ -1492,7 +1492,7 @@ pub(crate) fn decide(
 
     let contract = crate::contract::cached(&interrupt.contract)?;
     contract.validate_resume(resume_value)?;
-    let outcome = contract.contract.outcome_of(resume_value)?;
+    let outcome = contract.contract().outcome_of(resume_value)?;
     let mut failure = None;
     match kind {
         InterruptKind::LowConfidence
@@ -1647,9 +1647,9 @@ mod tests {
             kind: spec.kind,
             status: InterruptStatus::Pending,
             payload: json!({"kind": spec.kind.as_str(), "data": spec.data}).to_string(),
-            contract: serde_json::to_string(&spec.contract.contract).unwrap(),
+            contract: spec.contract.text().to_string(),
             request: Some("{}".into()),
-            rules: spec.approval.clone(),
+            rules: spec.approval().cloned(),
             workflow_id: "w".into(),
             title: "t".into(),
             owner_subject: "owner".into(),

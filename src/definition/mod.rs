@@ -96,7 +96,8 @@ pub struct InterruptSpec {
     pub data: Value,
     pub contract: CompiledContract,
     pub timeout_ms: Option<u64>,
-    pub approval: Option<ApprovalRules>,
+    /// Read through [`InterruptSpec::approval`]: its stored text is made once.
+    approval: Option<ApprovalRules>,
     /// `data` has bound members: its payload is checked when the node runs
     /// (an unbound payload was checked at registration).
     pub bound: bool,
@@ -124,6 +125,11 @@ impl InterruptSpec {
             bound,
             rules_text,
         })
+    }
+
+    /// An approval gate's rules.
+    pub fn approval(&self) -> Option<&ApprovalRules> {
+        self.approval.as_ref()
     }
 
     /// The approval rules as stored with each interrupt (`null`: none).

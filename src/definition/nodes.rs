@@ -200,8 +200,8 @@ fn compile_contract(node: &str, contract: Contract) -> Result<CompiledContract> 
     let compiled = CompiledContract::compile(contract, &format!("node \"{node}\"")).map_err(contract_err)?;
     // The console draws forms from these schemas: refuse what it cannot draw.
     for (what, schema) in [
-        ("requestSchema", &compiled.contract.request_schema),
-        ("resumeSchema", &compiled.contract.resume_schema),
+        ("requestSchema", &compiled.contract().request_schema),
+        ("resumeSchema", &compiled.contract().resume_schema),
     ] {
         tollgate_wire::schema_subset::check(schema)
             .map_err(|e| contract_err(format!("node \"{node}\": {what}: {e}")))?;
@@ -262,8 +262,8 @@ fn approval_gate(node: &str, config: &Value) -> Result<Compiled> {
         rules.actions.iter().map(|a| a.to_string()).collect(),
         approval_resume_schema(&rules.actions),
     )?;
-    check_approval_outcomes(node, &contract.contract, &rules.actions)?;
-    check_static_payload(node, InterruptKind::Approval, &data, &contract.contract)?;
+    check_approval_outcomes(node, contract.contract(), &rules.actions)?;
+    check_static_payload(node, InterruptKind::Approval, &data, contract.contract())?;
     let bound = binding::has_bindings(&data);
     Ok(Compiled {
         behaviour: NodeBehaviour::Interrupt(Box::new(InterruptSpec::new(
@@ -328,7 +328,7 @@ fn clarification_gate(node: &str, config: &Value) -> Result<Compiled> {
     }
     let reads = check_bindings(node, &data, "config")?;
     let contract = contract_from(node, config, vec!["submitted".into()], object_schema())?;
-    check_static_payload(node, InterruptKind::Clarification, &data, &contract.contract)?;
+    check_static_payload(node, InterruptKind::Clarification, &data, contract.contract())?;
     let bound = binding::has_bindings(&data);
     Ok(Compiled {
         behaviour: NodeBehaviour::Interrupt(Box::new(InterruptSpec::new(
@@ -430,7 +430,7 @@ fn interrupt_node(node: &str, config: &Value, caps: &Capabilities) -> Result<Com
                 r.actions.iter().map(|a| a.to_string()).collect(),
                 approval_resume_schema(&r.actions),
             )?;
-            check_approval_outcomes(node, &c.contract, &r.actions)?;
+            check_approval_outcomes(node, c.contract(), &r.actions)?;
             c
         }
         (None, InterruptKind::Credential) => credential_contract(node, config)?,
@@ -440,7 +440,7 @@ fn interrupt_node(node: &str, config: &Value, caps: &Capabilities) -> Result<Com
         }
         _ => contract_from(node, config, vec!["submitted".into()], object_schema())?,
     };
-    check_static_payload(node, kind, &data, &contract.contract)?;
+    check_static_payload(node, kind, &data, contract.contract())?;
     let bound = binding::has_bindings(&data);
     Ok(Compiled {
         behaviour: NodeBehaviour::Interrupt(Box::new(InterruptSpec::new(

@@ -137,7 +137,7 @@ fn typed_only_when_a_schema_is_declared() {
         {"id": "typed", "typeId": "core.approvalGate", "config": {"title": "t", "actions": ["accept"], "resumeSchema": {"type": "object"}}}
     ]), json!([])).unwrap();
     let spec = |id: &str| match &w.node(id).unwrap().behaviour {
-        NodeBehaviour::Interrupt(s) => s.contract.contract.clone(),
+        NodeBehaviour::Interrupt(s) => s.contract.contract().clone(),
         _ => panic!(),
     };
     assert!(!spec("plain").typed);
@@ -335,7 +335,7 @@ fn a_credential_interrupt_resumes_with_exactly_its_outcome() {
     };
     let w = node(None).unwrap();
     let c = &w.nodes[0].behaviour.interrupt().unwrap().contract;
-    assert_eq!(c.contract.resume_schema, credential_resume_schema());
+    assert_eq!(c.contract().resume_schema, credential_resume_schema());
     assert!(c.validate_resume(&json!({"outcome": "authorized"})).is_ok());
     assert!(c
         .validate_resume(&json!({"outcome": "authorized", "accessToken": "x"}))
@@ -401,7 +401,7 @@ fn an_agent_decision_needs_its_agent_and_inputs() {
         NodeBehaviour::Decision(d) => {
             assert_eq!(d.threshold, Some(0.8));
             assert_eq!(d.escalation.kind, InterruptKind::LowConfidence);
-            assert!(d.escalation.contract.contract.outcomes_declared);
+            assert!(d.escalation.contract.contract().outcomes_declared);
         }
         other => panic!("{other:?}"),
     }

@@ -155,7 +155,7 @@ impl Engine {
             })
         });
         // The compiled contracts are cached by their text: no parse per view.
-        let contract = crate::contract::cached(&row.contract)?.contract.clone();
+        let contract = crate::contract::cached(&row.contract)?.contract().clone();
         Ok(InterruptView {
             payload,
             request: request.unwrap_or(Value::Null),
