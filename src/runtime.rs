@@ -801,6 +801,7 @@ impl<'a> Exec<'a> {
         drop(resolved);
         self.changes.push(Change::Resolve {
             interrupt_id: interrupt.interrupt_id.clone(),
+            row_id: interrupt.row_id,
             inbox: interrupt.inbox_group.clone().map(|group| InboxCount {
                 group,
                 owner_subject: interrupt.owner_subject.clone(),
@@ -1660,6 +1661,7 @@ mod tests {
             inbox_group: None,
             votes_json: Some(json!(stored).to_string()),
             override_voters: Some(json!(overrides).to_string()),
+            row_id: None,
         }
     }
 

@@ -69,6 +69,9 @@ pub(crate) enum Change {
     /// The pending interrupt is decided (`resolution`: the `interrupt.resolved` payload).
     Resolve {
         interrupt_id: String,
+        /// SQLite's `rowid` of the interrupt, read by this command
+        /// (`InterruptRow::row_id`): the update goes straight to the row.
+        row_id: Option<i64>,
         /// Where it counted in the inbox (none for rows stored before the counts).
         inbox: Option<InboxCount>,
         at: Millis,
@@ -336,6 +339,29 @@ pub(crate) enum Rows {
     UpdateMany,
 }
 
+/// The update that decides an interrupt: by rowid (the id still compared
+/// on the row) or by id, with its votes folded in or not.
+fn resolve_sql(by_rowid: bool, with_votes: bool) -> &'static str {
+    match (by_rowid, with_votes) {
+        (false, false) => {
+            "UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ? \
+             WHERE interrupt_id = ? AND status = 'pending'"
+        }
+        (false, true) => {
+            "UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ?, votes = ? \
+             WHERE interrupt_id = ? AND status = 'pending'"
+        }
+        (true, false) => {
+            "UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ? \
+             WHERE rowid = ? AND interrupt_id = ? AND status = 'pending'"
+        }
+        (true, true) => {
+            "UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ?, votes = ? \
+             WHERE rowid = ? AND interrupt_id = ? AND status = 'pending'"
+        }
+    }
+}
+
 fn push(out: &mut Vec<Statement>, sql: &'static str, args: Vec<Val>, table: Table, rows: Rows) {
     let (rows, insert) = match rows {
         Rows::Insert(k) => (Key::One(k), true),
@@ -446,6 +472,7 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
         }
         Change::Resolve {
             interrupt_id,
+            row_id,
             inbox,
             at,
             resolution,
@@ -465,16 +492,15 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
                 );
             }
             let key = interrupt_id.clone();
-            let (sql, args) = match votes {
-                None => (
-                    "UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ? WHERE interrupt_id = ? AND status = 'pending'",
-                    vec![int(at), text(resolution), text(interrupt_id)],
-                ),
-                Some(votes) => (
-                    "UPDATE interrupts SET status = 'resolved', resolved_at = ?, resolution = ?, votes = ? WHERE interrupt_id = ? AND status = 'pending'",
-                    vec![int(at), text(resolution), text(votes), text(interrupt_id)],
-                ),
-            };
+            // By rowid where the command read it (SQLite): no search of the
+            // id index, whose page is rarely cached in a large store. The id
+            // is still compared, on the row itself.
+            let row_id = row_id.filter(|_| dialect == Dialect::Sqlite);
+            let sql = resolve_sql(row_id.is_some(), votes.is_some());
+            let mut args = vec![int(at), text(resolution)];
+            args.extend(votes.map(text));
+            args.extend(row_id.map(int));
+            args.push(text(interrupt_id));
             push(out, sql, args, Table::Interrupts, Rows::Update(key));
         }
         Change::Conversation(c) => {
@@ -687,6 +713,7 @@ mod tests {
             at: 0,
             resolution: "{}".into(),
             votes: None,
+            row_id: None,
         }
     }
 
@@ -737,6 +764,52 @@ mod tests {
 
     fn split(changes: Vec<Change>) -> Vec<std::ops::Range<usize>> {
         batches(&statements(changes))
+    }
+
+    #[test]
+    fn a_resolve_finds_its_row_by_rowid_on_sqlite_only() {
+        let with_row = || match resolve("i1") {
+            Change::Resolve {
+                interrupt_id,
+                inbox,
+                at,
+                resolution,
+                votes,
+                ..
+            } => Change::Resolve {
+                interrupt_id,
+                row_id: Some(7),
+                inbox,
+                at,
+                resolution,
+                votes,
+            },
+            other => other,
+        };
+        let update = |dialect| {
+            let mut out = Vec::new();
+            statements_of(with_row(), dialect, EventIds::default(), &mut out).unwrap();
+            out.pop().unwrap()
+        };
+        let sqlite = update(Dialect::Sqlite);
+        assert!(
+            sqlite.sql.contains("WHERE rowid = ? AND interrupt_id = ?"),
+            "{}",
+            sqlite.sql
+        );
+        assert_eq!(
+            sqlite.args[2..],
+            [Val::Int(Some(7)), Val::Text(Some("i1".into()))]
+        );
+        // PostgreSQL has no rowid: by id, whatever the command read.
+        let postgres = update(Dialect::Postgres);
+        assert!(
+            postgres.sql.contains("WHERE interrupt_id = ?"),
+            "{}",
+            postgres.sql
+        );
+        assert!(!postgres.sql.contains("rowid"));
+        assert_eq!(postgres.args[2..], [Val::Text(Some("i1".into()))]);
     }
 
     #[test]

@@ -194,6 +194,11 @@ pub(crate) struct InterruptRow {
     /// Of the voters in `votes_json`, those who hold the override now: a
     /// JSON array of principal ids (`null` when none).
     pub override_voters: Option<String>,
+    /// SQLite's `rowid` of the row, when loaded for a command
+    /// ([`latest_interrupt_sql`]): the command's update finds the row by it
+    /// instead of searching the id index again, a page fewer to read in a
+    /// large store. Valid only inside the transaction that read it.
+    pub row_id: Option<i64>,
 }
 
 pub(crate) const INTERRUPT_COLUMNS: &str = "interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, request, eligibility, workflow_id, title, owner_subject, created_at, deadline_at, resolved_at, resolution, inbox_group";
@@ -280,6 +285,7 @@ impl InterruptRow {
             inbox_group: row.get(18)?,
             votes_json: if row.has(19) { row.get(19)? } else { None },
             override_voters: if row.has(20) { row.get(20)? } else { None },
+            row_id: if row.has(21) { row.get(21)? } else { None },
         })
     }
 }
@@ -373,8 +379,8 @@ static LATEST_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {INTERRUPT_COLUMNS}, votes, CASE WHEN votes = '[]' THEN NULL ELSE \
            (SELECT json_group_array(p.id) FROM principals p WHERE p.is_override = 1 \
-           AND p.id IN (SELECT v.value ->> 0 FROM json_each(interrupts.votes) v)) END \
-         FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
+           AND p.id IN (SELECT v.value ->> 0 FROM json_each(interrupts.votes) v)) END, \
+         rowid FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
     )
 });
 static LATEST_INTERRUPT_PG: LazyLock<String> = LazyLock::new(|| {
@@ -553,6 +559,7 @@ mod tests {
             inbox_group: None,
             votes_json: None,
             override_voters: None,
+            row_id: None,
         }
     }
 

@@ -782,6 +782,16 @@ mod tests {
         println!("{report}");
         assert!(!created.is_empty() && !resolved.is_empty(), "{report}");
         assert!(scans.is_empty(), "scans: {scans:#?}");
+        // The decision goes to the row it read by rowid, not through the id index.
+        let decide = resolved
+            .iter()
+            .find(|sql| sql.starts_with("UPDATE interrupts SET status = 'resolved'"))
+            .expect("the resolve's update");
+        let plan = plan_any(&store, decide).await;
+        assert!(
+            plan.contains("USING INTEGER PRIMARY KEY (rowid=?)"),
+            "{decide} => {plan}"
+        );
     }
 
     /// A plan step that walks a whole table or index (SQLite's `SCAN`), other
