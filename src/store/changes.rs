@@ -768,23 +768,12 @@ mod tests {
 
     #[test]
     fn a_resolve_finds_its_row_by_rowid_on_sqlite_only() {
-        let with_row = || match resolve("i1") {
-            Change::Resolve {
-                interrupt_id,
-                inbox,
-                at,
-                resolution,
-                votes,
-                ..
-            } => Change::Resolve {
-                interrupt_id,
-                row_id: Some(7),
-                inbox,
-                at,
-                resolution,
-                votes,
-            },
-            other => other,
+        let with_row = || {
+            let mut change = resolve("i1");
+            if let Change::Resolve { row_id, .. } = &mut change {
+                *row_id = Some(7);
+            }
+            change
         };
         let update = |dialect| {
             let mut out = Vec::new();
