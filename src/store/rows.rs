@@ -194,10 +194,11 @@ pub(crate) struct InterruptRow {
     /// Of the voters in `votes_json`, those who hold the override now: a
     /// JSON array of principal ids (`null` when none).
     pub override_voters: Option<String>,
-    /// SQLite's `rowid` of the row, when loaded for a command
-    /// ([`latest_interrupt_sql`]): the command's update finds the row by it
-    /// instead of searching the id index again, a page fewer to read in a
-    /// large store. Valid only inside the transaction that read it.
+    /// SQLite's `rowid` of the row, where it was read with
+    /// [`latest_interrupt_sql`] (on PostgreSQL always `None`): a command's
+    /// update finds the row by it instead of searching the id index again,
+    /// a page fewer to read in a large store. Only a command uses it, in
+    /// the transaction that read it; the read pool's copies go to views.
     pub row_id: Option<i64>,
 }
 
