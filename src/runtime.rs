@@ -16,11 +16,11 @@ use crate::interrupt::{reentry_key, InterruptKind};
 use crate::routing::Trigger;
 use crate::store::changes::{self, Change, InboxCount, NewEvent, NewInterrupt};
 use crate::store::conversations::{self, ConversationChange, OpenConversation};
+use crate::store::nodes::{node_document, node_rows, NodeDocument, NodeRow};
 pub(crate) use crate::store::rows::{
     latest_interrupt_for_update, load_directory, load_run_for_update, pending_interrupt_for_update,
     InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS,
 };
-use crate::store::rows::{node_document, node_rows, NodeDocument, NodeRow};
 use crate::store::votes::{self, StoredVote};
 use crate::store::WriteConn;
 use crate::store::{json_text, NewestEvent};

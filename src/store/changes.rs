@@ -7,7 +7,7 @@
 //! inside the command's transaction. The rules never see SQL, and a rule's
 //! unit test can read what it decided without a database.
 
-use super::rows::NodeDocument;
+use super::nodes::NodeDocument;
 use super::{event_log, inbox, json_text, Dialect, NewestEvent, Val, WriteConn};
 use crate::clock::Millis;
 use crate::error::Result;

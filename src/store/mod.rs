@@ -20,6 +20,7 @@ mod event_log;
 pub(crate) use event_log::NewestEvent;
 pub(crate) mod idempotency;
 pub(crate) mod inbox;
+pub(crate) mod nodes;
 pub(crate) mod notices;
 pub(crate) mod outbox;
 mod page_cache;

@@ -130,7 +130,7 @@ impl Store {
             .bind(run_id)
             .fetch_optional(&self.read)
             .await?;
-        let mut nodes = super::rows::parse_node_rows(nodes.as_deref().unwrap_or("[]"))?;
+        let mut nodes = super::nodes::parse_node_rows(nodes.as_deref().unwrap_or("[]"))?;
         nodes.sort_by(|a, b| a.node_id.cmp(&b.node_id));
         let interrupts: Vec<(String, String)> = sqlx::query_as(
             &self.q("SELECT interrupt_id, status FROM interrupts WHERE run_id = ? ORDER BY interrupt_id"),
@@ -165,7 +165,7 @@ impl Store {
             .await?;
         let mut due = Vec::new();
         for (run_id, nodes) in runs {
-            for node in super::rows::parse_node_rows(&nodes)? {
+            for node in super::nodes::parse_node_rows(&nodes)? {
                 if node.delay_due_at().is_some_and(|d| d <= now) {
                     due.push((run_id.clone(), String::from(node.node_id)));
                 }
