@@ -16,7 +16,8 @@ use crate::interrupt::{reentry_key, InterruptKind};
 use crate::routing::Trigger;
 use crate::store::changes::{self, Change, InboxCount, NewEvent, NewInterrupt};
 use crate::store::conversations::{self, ConversationChange, OpenConversation};
-use crate::store::nodes::{node_document, node_rows, NodeDocument, NodeRow};
+use crate::store::nodes::{node_document, node_rows, InterruptRef, NodeDocument, NodeRow};
+use crate::store::rows::next_interrupt_row;
 pub(crate) use crate::store::rows::{
     latest_interrupt_for_update, load_directory, load_run_for_update, pending_interrupt_for_update,
     InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS,
@@ -42,6 +43,8 @@ struct NodeState {
     due_at: Option<Millis>,
     /// The run status while this node is suspended.
     waiting: Option<RunStatus>,
+    /// Where the interrupt it raised last is stored (SQLite).
+    interrupt: Option<InterruptRef>,
     dirty: bool,
 }
 
@@ -96,6 +99,9 @@ pub(crate) struct Exec<'a> {
     conversations: FastMap<String, Option<OpenConversation>>,
     /// This command starts the run: a refusal refuses the create itself.
     starting: bool,
+    /// The rowid the next interrupt this command raises gets (SQLite; read
+    /// from the table at the first, `rows::next_interrupt_row`).
+    next_interrupt_row: Option<i64>,
 }
 
 /// Why a conversation interrupt cannot be raised.
@@ -117,6 +123,17 @@ impl<'a> Exec<'a> {
     /// Loads a run's scheduler state.
     pub fn load(conn: &'a WriteConn<'a>, wf: &'a Workflow, run: RunRow, now: Millis) -> Result<Exec<'a>> {
         let rows = node_rows(&run)?;
+        Self::with_nodes(conn, wf, run, rows, now)
+    }
+
+    /// [`Exec::load`] with the run's node states already read from its row.
+    pub(crate) fn with_nodes(
+        conn: &'a WriteConn<'a>,
+        wf: &'a Workflow,
+        run: RunRow,
+        rows: Vec<NodeRow>,
+        now: Millis,
+    ) -> Result<Exec<'a>> {
         let mut nodes = FastMap::with_capacity_and_hasher(wf.nodes.len(), Default::default());
         for r in rows {
             nodes.insert(
@@ -133,6 +150,7 @@ impl<'a> Exec<'a> {
                         .map_err(|e| EngineError::Storage(format!("node_states.pending_in: {e}")))?,
                     due_at: r.due_at,
                     waiting: r.waiting,
+                    interrupt: r.interrupt,
                     dirty: false,
                 },
             );
@@ -152,6 +170,7 @@ impl<'a> Exec<'a> {
             facts: FastMap::default(),
             conversations: FastMap::default(),
             starting: false,
+            next_interrupt_row: None,
         })
     }
 
@@ -193,6 +212,7 @@ impl<'a> Exec<'a> {
             facts: FastMap::default(),
             conversations: FastMap::default(),
             starting: true,
+            next_interrupt_row: None,
         };
         let started = serde_json::to_string(&payloads::RunStarted {
             inputs: &exec.run.inputs,
@@ -529,7 +549,9 @@ impl<'a> Exec<'a> {
         let owner_subject = self.run.requester();
         let deadline = spec.timeout_ms.map(|t| after(self.now, t));
         let interrupt_id = ids::new_tenant_bound(&self.run.tenant);
+        let row_id = self.next_interrupt_row()?;
         self.changes.push(Change::Interrupt(Box::new(NewInterrupt {
+            row_id,
             interrupt_id: interrupt_id.clone(),
             run_id: self.run.run_id.clone(),
             node_id: NodeId::trusted(node_id),
@@ -565,7 +587,21 @@ impl<'a> Exec<'a> {
         let st = self.state_mut(node_id);
         st.status = NodeStatus::Suspended;
         st.waiting = Some(spec.kind.waiting_status());
+        st.interrupt = row_id.map(|row_id| InterruptRef { row_id, visit });
         Ok(())
+    }
+
+    /// The rowid of the next interrupt this command inserts, on SQLite
+    /// (`None` on PostgreSQL): the table's largest plus one, read at the
+    /// first and counted on from there, since the inserts run only when the
+    /// command finishes.
+    fn next_interrupt_row(&mut self) -> Result<Option<i64>> {
+        let next = match self.next_interrupt_row {
+            Some(next) => Some(next),
+            None => next_interrupt_row(self.conn)?,
+        };
+        self.next_interrupt_row = next.map(|n| n + 1);
+        Ok(next)
     }
 
     fn complete(&mut self, node_id: &str, outputs: Value) -> Result<()> {
@@ -1221,6 +1257,7 @@ impl<'a> Exec<'a> {
                     pending_in: serde_json::to_string(&st.pending_in)?,
                     due_at: st.due_at,
                     waiting: st.waiting,
+                    interrupt: st.interrupt,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -3,6 +3,7 @@
 
 use super::idempotency::run_idempotent;
 use super::*;
+use crate::store::nodes::node_rows;
 
 impl Engine {
     /// Starts a run of a registered workflow.
@@ -256,7 +257,13 @@ impl Engine {
     ) -> Result<Resolved> {
         let run = load_run_for_update(conn, run_id)?
             .ok_or_else(|| EngineError::NotFound(format!("no run {run_id}")))?;
-        let interrupt = latest_interrupt_for_update(conn, run_id, node_id)?.ok_or_else(|| {
+        // The node state names the row of its interrupt (SQLite), saving a search.
+        let nodes = node_rows(&run)?;
+        let known = nodes
+            .iter()
+            .find(|n| n.node_id.as_str() == node_id)
+            .and_then(|n| n.interrupt);
+        let interrupt = latest_interrupt_for_update(conn, run_id, node_id, known)?.ok_or_else(|| {
             EngineError::NotFound(format!("no interrupt on node \"{node_id}\" in run {run_id}"))
         })?;
         if interrupt_id.is_some_and(|id| id != interrupt.interrupt_id) {
@@ -295,7 +302,7 @@ impl Engine {
                 writes,
             } => {
                 let wf = self.workflow_version(conn, &run.workflow_digest)?;
-                let mut exec = Exec::load(conn, &wf, run, now)?;
+                let mut exec = Exec::with_nodes(conn, &wf, run, nodes, now)?;
                 exec.prepend_changes(writes);
                 exec.resolve(&interrupt, resolved, Some(resume_value), failure)?;
                 let run = exec.finish()?;

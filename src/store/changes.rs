@@ -17,6 +17,9 @@ use tollgate_wire::{EventType, InterruptKind, MailReason, NodeId, RunId, RunStat
 /// A new pending interrupt (the `interrupts` row `raise` stores).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct NewInterrupt {
+    /// The SQLite `rowid` its row gets, which its node state names
+    /// (`nodes::InterruptRef`); `None` on PostgreSQL.
+    pub row_id: Option<i64>,
     pub interrupt_id: String,
     pub run_id: RunId,
     pub node_id: NodeId,
@@ -141,11 +144,15 @@ static INSERT_RUN: LazyLock<[String; 2]> = LazyLock::new(|| {
     [row(", last_event"), row("")]
 });
 
-static INSERT_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO interrupts ({}) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)",
-        crate::runtime::INTERRUPT_COLUMNS
-    )
+/// A new interrupt's row: without and with the rowid its command chose.
+static INSERT_INTERRUPT: LazyLock<[String; 2]> = LazyLock::new(|| {
+    let row = |rowid: &str, param: &str| {
+        format!(
+            "INSERT INTO interrupts ({rowid}{}) VALUES ({param}?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)",
+            crate::runtime::INTERRUPT_COLUMNS
+        )
+    };
+    [row("", ""), row("rowid, ", "?, ")]
 });
 
 fn text(s: impl Into<String>) -> Val {
@@ -445,10 +452,15 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
                 Table::InboxCounts,
                 Rows::Upsert(group.clone()),
             );
-            push(
-                out,
-                &INSERT_INTERRUPT,
-                vec![
+            let mut args = Vec::with_capacity(17);
+            let sql = match (i.row_id, dialect) {
+                (Some(row_id), Dialect::Sqlite) => {
+                    args.push(int(row_id));
+                    &INSERT_INTERRUPT[1]
+                }
+                _ => &INSERT_INTERRUPT[0],
+            };
+            args.extend([
                     text(i.interrupt_id),
                     text(i.run_id),
                     text(i.node_id),
@@ -463,12 +475,10 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
                     text(i.title),
                     text(i.owner_subject),
                     int(i.created_at),
-                    opt_int(i.deadline_at),
-                    text(group),
-                ],
-                Table::Interrupts,
-                Rows::Insert(key),
-            );
+                opt_int(i.deadline_at),
+                text(group),
+            ]);
+            push(out, sql, args, Table::Interrupts, Rows::Insert(key));
         }
         Change::Resolve {
             interrupt_id,
@@ -719,6 +729,7 @@ mod tests {
 
     fn interrupt(id: &str) -> Change {
         Change::Interrupt(Box::new(NewInterrupt {
+            row_id: None,
             interrupt_id: id.into(),
             run_id: run_id(),
             node_id: NodeId::trusted("gate".to_string()),

@@ -4,6 +4,9 @@
 use super::rows::RunRow;
 use crate::clock::Millis;
 use crate::error::{EngineError, Result};
+use serde::de::{Deserializer, SeqAccess, Visitor};
+use serde::ser::{SerializeTuple, Serializer};
+use serde::{Deserialize, Serialize};
 use tollgate_wire::{NodeId, NodeStatus, RunStatus};
 
 /// One node's scheduler state: an element of the run's `nodes` column.
@@ -16,6 +19,33 @@ pub(crate) struct NodeRow {
     pub pending_in: String,
     pub due_at: Option<Millis>,
     pub waiting: Option<RunStatus>,
+    /// The interrupt this node raised last, where the writer knows its row.
+    pub interrupt: Option<InterruptRef>,
+}
+
+/// Where the interrupt a node raised last is stored, on SQLite: the row's
+/// `rowid` (chosen by the command that raised it, `Exec::raise`) and the
+/// visit it was raised at, written as `[rowid, visit]`. A resolve reads
+/// that row by rowid instead of searching `interrupts_latest`, one B-tree
+/// fewer to descend (`rows::latest_interrupt_for_update`). PostgreSQL has
+/// no rowid: there it is never set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "(i64, i64)", into = "(i64, i64)")]
+pub(crate) struct InterruptRef {
+    pub row_id: i64,
+    pub visit: i64,
+}
+
+impl From<(i64, i64)> for InterruptRef {
+    fn from((row_id, visit): (i64, i64)) -> Self {
+        InterruptRef { row_id, visit }
+    }
+}
+
+impl From<InterruptRef> for (i64, i64) {
+    fn from(r: InterruptRef) -> Self {
+        (r.row_id, r.visit)
+    }
 }
 
 impl NodeRow {
@@ -36,36 +66,66 @@ pub(crate) fn node_rows(run: &RunRow) -> Result<Vec<NodeRow>> {
     parse_node_rows(text)
 }
 
-/// One element of `runs.nodes`: node id, status, visits, output (JSON text),
-/// edges delivered (JSON text), timer, run status while suspended.
-type NodeElement<T, S> = (
-    T,
-    NodeStatus,
-    i64,
-    Option<S>,
-    S,
-    Option<Millis>,
-    Option<RunStatus>,
-);
+/// One element of `runs.nodes` is an array: node id, status, visits, output
+/// (JSON text), edges delivered (JSON text), timer, run status while
+/// suspended, and last, where known, the interrupt the node raised
+/// ([`InterruptRef`]). Elements written without it have seven members.
+struct NodeElement<'a>(&'a NodeRow);
+
+impl Serialize for NodeElement<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut element = serializer.serialize_tuple(if r.interrupt.is_some() { 8 } else { 7 })?;
+        element.serialize_element(&r.node_id)?;
+        element.serialize_element(&r.status)?;
+        element.serialize_element(&r.visits)?;
+        element.serialize_element(&r.output)?;
+        element.serialize_element(&r.pending_in)?;
+        element.serialize_element(&r.due_at)?;
+        element.serialize_element(&r.waiting)?;
+        if let Some(interrupt) = &r.interrupt {
+            element.serialize_element(interrupt)?;
+        }
+        element.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for NodeRow {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct Element;
+        const EXPECTED: &str = "a node state: an array of seven or eight members";
+        fn member<'de, A: SeqAccess<'de>, T: Deserialize<'de>>(
+            seq: &mut A,
+            index: usize,
+        ) -> std::result::Result<T, A::Error> {
+            seq.next_element()?
+                .ok_or_else(|| serde::de::Error::invalid_length(index, &EXPECTED))
+        }
+        impl<'de> Visitor<'de> for Element {
+            type Value = NodeRow;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(EXPECTED)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<NodeRow, A::Error> {
+                Ok(NodeRow {
+                    node_id: member(&mut seq, 0)?,
+                    status: member(&mut seq, 1)?,
+                    visits: member(&mut seq, 2)?,
+                    output: member(&mut seq, 3)?,
+                    pending_in: member(&mut seq, 4)?,
+                    due_at: member(&mut seq, 5)?,
+                    waiting: member(&mut seq, 6)?,
+                    interrupt: seq.next_element::<Option<InterruptRef>>()?.flatten(),
+                })
+            }
+        }
+        deserializer.deserialize_seq(Element)
+    }
+}
 
 /// Node states from the run's `nodes` column.
 pub(crate) fn parse_node_rows(text: &str) -> Result<Vec<NodeRow>> {
-    let rows: Vec<NodeElement<NodeId, String>> =
-        serde_json::from_str(text).map_err(|e| EngineError::Storage(format!("nodes of a run: {e}")))?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(node_id, status, visits, output, pending_in, due_at, waiting)| NodeRow {
-                node_id,
-                status,
-                visits,
-                output,
-                pending_in,
-                due_at,
-                waiting,
-            },
-        )
-        .collect())
+    serde_json::from_str(text).map_err(|e| EngineError::Storage(format!("nodes of a run: {e}")))
 }
 
 /// A run's node states as a command writes them (`runs.nodes`, `runs.delay_due_at`).
@@ -79,20 +139,7 @@ pub(crate) struct NodeDocument {
 
 /// Writes every node state of a run into one [`NodeDocument`].
 pub(crate) fn node_document(rows: &[NodeRow]) -> Result<NodeDocument> {
-    let elements: Vec<NodeElement<&NodeId, &str>> = rows
-        .iter()
-        .map(|r| {
-            (
-                &r.node_id,
-                r.status,
-                r.visits,
-                r.output.as_deref(),
-                r.pending_in.as_str(),
-                r.due_at,
-                r.waiting,
-            )
-        })
-        .collect();
+    let elements: Vec<NodeElement> = rows.iter().map(NodeElement).collect();
     let delay_due_at = rows.iter().filter_map(NodeRow::delay_due_at).min();
     Ok(NodeDocument {
         json: serde_json::to_string(&elements)?,
@@ -114,7 +161,138 @@ mod tests {
             pending_in: r#"{"e1": "completed"}"#.into(),
             due_at,
             waiting: (status == NodeStatus::Suspended).then_some(RunStatus::WaitingApproval),
+            interrupt: None,
         }
+    }
+
+    #[test]
+    fn an_element_names_its_interrupt_where_known_and_older_elements_read_without() {
+        let gate = NodeRow {
+            interrupt: Some(InterruptRef { row_id: 41, visit: 2 }),
+            ..node("gate", NodeStatus::Suspended, None)
+        };
+        let rows = vec![node("a", NodeStatus::Completed, None), gate];
+        let json = node_document(&rows).unwrap().json;
+        let members: Vec<Vec<serde_json::Value>> = serde_json::from_str(&json).unwrap();
+        // Written before the reference was kept, and still without one: seven members.
+        assert_eq!(members[0].len(), 7, "{json}");
+        assert_eq!(members[1].len(), 8, "{json}");
+        assert_eq!(members[1][7], serde_json::json!([41, 2]));
+        assert_eq!(fields(&parse_node_rows(&json).unwrap()), fields(&rows));
+        // A null reference reads as none; a damaged element is an error, never a default.
+        let mut null_ref = members[1].clone();
+        null_ref[7] = serde_json::Value::Null;
+        let parsed = parse_node_rows(&serde_json::to_string(&[&null_ref]).unwrap()).unwrap();
+        assert_eq!(parsed[0].interrupt, None);
+        for bad in [
+            members[1][..6].to_vec(),
+            [members[1].clone(), vec![serde_json::json!(9)]].concat(),
+            [&members[1][..7], &[serde_json::json!([41])]].concat(),
+        ] {
+            let err = parse_node_rows(&serde_json::to_string(&[bad]).unwrap()).unwrap_err();
+            assert!(
+                matches!(&err, EngineError::Storage(m) if m.starts_with("nodes of a run")),
+                "{err:?}"
+            );
+        }
+    }
+
+    /// A node state whose rowid names another run's interrupt (a store
+    /// whose rowids were renumbered, or tampered with) decides nothing
+    /// there: the resolve finds the node's own interrupt by searching.
+    #[tokio::test]
+    async fn a_rowid_that_names_another_row_falls_back_to_the_search() {
+        use crate::store::{Durability, Store};
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("rows.db").display());
+        let engine = crate::Engine::open(crate::EngineOptions::new(url.clone()))
+            .await
+            .unwrap();
+        let ann = crate::Principal {
+            id: "ann".into(),
+            tenant: "t".into(),
+            name: "Ann".into(),
+            email: None,
+            groups: vec![],
+            roles: vec![],
+            is_override: false,
+        };
+        engine.upsert_principal(ann.clone()).await.unwrap();
+        let wf = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/workflows/conformance/conformance-approval.json"
+        ))
+        .unwrap();
+        engine
+            .register_workflow(serde_json::from_str(&wf).unwrap())
+            .await
+            .unwrap();
+        let actor = crate::Actor::operator(ann);
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let created = engine
+                .create_run(
+                    crate::CreateRun {
+                        workflow_id: "conformance-approval".into(),
+                        ..Default::default()
+                    },
+                    &actor,
+                    None,
+                )
+                .await
+                .unwrap();
+            runs.push(created.result.unwrap().run_id);
+        }
+        let store = Store::open(&url, Durability::Full).await.unwrap();
+        let (first, second) = (runs[0].to_string(), runs[1].to_string());
+        store
+            .write(move |conn| {
+                let known = |run: &str| -> Result<(Vec<NodeRow>, InterruptRef)> {
+                    let rows = node_rows(&load_run_for_update(conn, run)?.expect("stored"))?;
+                    let gate = rows.iter().find(|n| n.node_id.as_str() == "gate").expect("gate");
+                    let known = gate.interrupt.expect("the create names its interrupt's row");
+                    Ok((rows, known))
+                };
+                let (mut rows, _) = known(&first)?;
+                let (_, theirs) = known(&second)?;
+                for n in rows.iter_mut().filter(|n| n.node_id.as_str() == "gate") {
+                    n.interrupt = Some(theirs);
+                }
+                conn.execute(
+                    "UPDATE runs SET nodes = ? WHERE run_id = ?",
+                    crate::args![node_document(&rows)?.json, first.as_str()],
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        engine
+            .resolve(
+                &runs[0],
+                "gate",
+                serde_json::json!({"action": "accept"}),
+                &actor,
+                None,
+            )
+            .await
+            .unwrap()
+            .result
+            .unwrap();
+        let status = |run: String| {
+            let store = &store;
+            async move {
+                let row = store.latest_interrupt(&run, "gate").await.unwrap().unwrap();
+                (row.run_id.to_string(), row.status)
+            }
+        };
+        assert_eq!(
+            status(runs[0].to_string()).await,
+            (runs[0].to_string(), tollgate_wire::InterruptStatus::Resolved)
+        );
+        assert_eq!(
+            status(runs[1].to_string()).await,
+            (runs[1].to_string(), tollgate_wire::InterruptStatus::Pending)
+        );
     }
 
     fn fields(rows: &[NodeRow]) -> Vec<String> {

@@ -9,6 +9,7 @@ use crate::clock::Millis;
 use crate::directory::Principal;
 use crate::error::{EngineError, Result};
 use crate::interrupt::InterruptKind;
+use crate::store::nodes::InterruptRef;
 use crate::store::{Dialect, NewestEvent, Row, WriteConn};
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -354,17 +355,24 @@ static LOAD_RUN_FOR_UPDATE: LazyLock<String> =
 /// from any instance take turns, and each sees what the previous one wrote.
 static LOAD_RUN_FOR_UPDATE_PG: LazyLock<String> =
     LazyLock::new(|| format!("SELECT {RUN_COLUMNS}, nodes FROM runs WHERE run_id = $1 FOR UPDATE"));
-/// The newest interrupt of a node with its votes, and which of its voters
-/// hold the override now (read at decision time, as the directory says;
-/// not looked up when no one has voted, a resolve's usual case).
-static LATEST_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
+/// An interrupt with its votes, and which of its voters hold the override
+/// now (read at decision time, as the directory says; not looked up when no
+/// one has voted, a resolve's usual case), then its rowid; `rows` says which.
+fn interrupt_with_votes(rows: &str) -> String {
     format!(
         "SELECT {INTERRUPT_COLUMNS}, votes, CASE WHEN votes = '[]' THEN NULL ELSE \
            (SELECT json_group_array(p.id) FROM principals p WHERE p.is_override = 1 \
            AND p.id IN (SELECT v.value ->> 0 FROM json_each(interrupts.votes) v)) END, \
-         rowid FROM interrupts WHERE run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"
+         rowid FROM interrupts WHERE {rows}"
     )
-});
+}
+/// The newest interrupt of a node.
+static LATEST_INTERRUPT: LazyLock<String> =
+    LazyLock::new(|| interrupt_with_votes("run_id = ? AND node_id = ? ORDER BY visit DESC LIMIT 1"));
+/// The interrupt a node state names (`nodes::InterruptRef`), if that row
+/// is still that node's interrupt of that visit.
+static INTERRUPT_BY_ROW: LazyLock<String> =
+    LazyLock::new(|| interrupt_with_votes("rowid = ? AND run_id = ? AND node_id = ? AND visit = ?"));
 static LATEST_INTERRUPT_PG: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {INTERRUPT_COLUMNS}, votes, CASE WHEN votes = '[]' THEN NULL ELSE \
@@ -392,17 +400,62 @@ pub(crate) fn load_run_for_update(conn: &WriteConn, run_id: &str) -> Result<Opti
     conn.query_opt(sql, args![run_id], RunRow::from_row)
 }
 
-/// `Store::latest_interrupt` on the writer, inside a command (after the run is locked).
+/// `Store::latest_interrupt` on the writer, inside a command (after the run
+/// is locked). Where the node state says which row that is (`known`, on
+/// SQLite), the row is read by its rowid; should that row not be the
+/// node's interrupt of that visit (rowids renumbered by a `VACUUM`), the
+/// node's interrupts are searched as without it.
 pub(crate) fn latest_interrupt_for_update(
     conn: &WriteConn,
     run_id: &str,
     node_id: &str,
+    known: Option<InterruptRef>,
 ) -> Result<Option<InterruptRow>> {
+    if let (Some(known), Dialect::Sqlite) = (known, conn.dialect()) {
+        let row = conn.query_opt(
+            &INTERRUPT_BY_ROW,
+            args![known.row_id, run_id, node_id, known.visit],
+            InterruptRow::from_row,
+        )?;
+        if let Some(row) = row {
+            // Every test's resolve checks that the node state named the newest one.
+            #[cfg(debug_assertions)]
+            {
+                let newest =
+                    conn.query_opt(&LATEST_INTERRUPT, args![run_id, node_id], InterruptRow::from_row)?;
+                assert_eq!(
+                    newest.map(|n| n.interrupt_id),
+                    Some(row.interrupt_id.clone()),
+                    "the node state of {run_id}/{node_id} names an interrupt that is not its newest"
+                );
+            }
+            return Ok(Some(row));
+        }
+        tracing::warn!(
+            run_id,
+            node_id,
+            "a node's interrupt was not at the row its state names; searched instead"
+        );
+    }
     conn.query_opt(
         latest_interrupt_sql(conn.dialect()),
         args![run_id, node_id],
         InterruptRow::from_row,
     )
+}
+
+/// The rowid the next interrupt a command inserts is stored at, on SQLite:
+/// the table's largest plus one. The writer holds the database's write lock
+/// and the batch's earlier commands have written theirs, so no other insert
+/// can take it. PostgreSQL has no rowid: `None`.
+pub(crate) fn next_interrupt_row(conn: &WriteConn) -> Result<Option<i64>> {
+    match conn.dialect() {
+        Dialect::Sqlite => Ok(Some(
+            conn.query_scalar::<i64>("SELECT coalesce(max(rowid), 0) + 1 FROM interrupts", &[])?
+                .unwrap_or(1),
+        )),
+        Dialect::Postgres => Ok(None),
+    }
 }
 
 /// A pending interrupt by id, on the writer.

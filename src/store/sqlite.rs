@@ -792,6 +792,23 @@ mod tests {
             plan.contains("USING INTEGER PRIMARY KEY (rowid=?)"),
             "{decide} => {plan}"
         );
+        // The create stores the interrupt at the rowid its node state names,
+        // and the resolve reads it there, not through `interrupts_latest`.
+        assert!(
+            created
+                .iter()
+                .any(|sql| sql.starts_with("INSERT INTO interrupts (rowid, ")),
+            "{report}"
+        );
+        let read = resolved
+            .iter()
+            .find(|sql| sql.contains("FROM interrupts WHERE rowid = ? AND run_id = ?"))
+            .expect("the resolve reads its interrupt by rowid");
+        let plan = plan_any(&store, read).await;
+        assert!(
+            plan.starts_with("SEARCH interrupts USING INTEGER PRIMARY KEY (rowid=?)"),
+            "{read} => {plan}"
+        );
     }
 
     /// A plan step that walks a whole table or index (SQLite's `SCAN`), other
