@@ -205,43 +205,10 @@ mod tests {
         use crate::store::{Durability, Store};
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("rows.db").display());
-        let engine = crate::Engine::open(crate::EngineOptions::new(url.clone()))
-            .await
-            .unwrap();
-        let ann = crate::Principal {
-            id: "ann".into(),
-            tenant: "t".into(),
-            name: "Ann".into(),
-            email: None,
-            groups: vec![],
-            roles: vec![],
-            is_override: false,
-        };
-        engine.upsert_principal(ann.clone()).await.unwrap();
-        let wf = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/workflows/conformance/conformance-approval.json"
-        ))
-        .unwrap();
-        engine
-            .register_workflow(serde_json::from_str(&wf).unwrap())
-            .await
-            .unwrap();
-        let actor = crate::Actor::operator(ann);
+        let (engine, actor) = crate::store::testing::approval_engine(&url).await;
         let mut runs = Vec::new();
         for _ in 0..2 {
-            let created = engine
-                .create_run(
-                    crate::CreateRun {
-                        workflow_id: "conformance-approval".into(),
-                        ..Default::default()
-                    },
-                    &actor,
-                    None,
-                )
-                .await
-                .unwrap();
-            runs.push(created.result.unwrap().run_id);
+            runs.push(crate::store::testing::start_approval_run(&engine, &actor).await);
         }
         let store = Store::open(&url, Durability::Full).await.unwrap();
         let (first, second) = (runs[0].to_string(), runs[1].to_string());
@@ -266,18 +233,7 @@ mod tests {
             })
             .await
             .unwrap();
-        engine
-            .resolve(
-                &runs[0],
-                "gate",
-                serde_json::json!({"action": "accept"}),
-                &actor,
-                None,
-            )
-            .await
-            .unwrap()
-            .result
-            .unwrap();
+        crate::store::testing::accept_gate(&engine, &actor, &runs[0]).await;
         let status = |run: String| {
             let store = &store;
             async move {

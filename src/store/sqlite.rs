@@ -714,58 +714,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("plans.db");
         let url = format!("sqlite://{}", path.display());
-        let engine = crate::Engine::open(crate::EngineOptions::new(url.clone()))
-            .await
-            .unwrap();
-        let p = crate::Principal {
-            id: "ann".into(),
-            tenant: "t".into(),
-            name: "Ann".into(),
-            email: Some("ann@example.com".into()),
-            groups: vec![],
-            roles: vec![],
-            is_override: false,
-        };
-        engine.upsert_principal(p.clone()).await.unwrap();
-        let wf = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/workflows/conformance/conformance-approval.json"
-        ))
-        .unwrap();
-        engine
-            .register_workflow(serde_json::from_str(&wf).unwrap())
-            .await
-            .unwrap();
-        let actor = crate::Actor::operator(p);
+        let (engine, actor) = crate::store::testing::approval_engine(&url).await;
         let before = statements_of(&path).len();
-        let run = engine
-            .create_run(
-                crate::CreateRun {
-                    workflow_id: "conformance-approval".into(),
-                    ..Default::default()
-                },
-                &actor,
-                None,
-            )
-            .await
-            .unwrap()
-            .result
-            .unwrap()
-            .run_id;
+        let run = crate::store::testing::start_approval_run(&engine, &actor).await;
         let middle = statements_of(&path).len();
         let created = distinct(&statements_of(&path)[before..]);
-        engine
-            .resolve(
-                &run,
-                "gate",
-                serde_json::json!({"action": "accept"}),
-                &actor,
-                None,
-            )
-            .await
-            .unwrap()
-            .result
-            .unwrap();
+        crate::store::testing::accept_gate(&engine, &actor, &run).await;
         let resolved = distinct(&statements_of(&path)[middle..]);
         let store = Store::open(&url, Durability::Full).await.unwrap();
         let mut report = String::new();

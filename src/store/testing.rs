@@ -118,3 +118,63 @@ pub async fn migrated_before(
     }
     Ok(url)
 }
+
+/// An engine on `url` with the conformance approval workflow registered (a
+/// run of it suspends at its node `gate`) and Ann, an operator of tenant
+/// `t` with an address, to act as.
+#[cfg(test)]
+pub(crate) async fn approval_engine(url: &str) -> (crate::Engine, crate::Actor) {
+    let engine = crate::Engine::open(crate::EngineOptions::new(url.to_string()))
+        .await
+        .expect("engine");
+    let ann = crate::Principal {
+        id: "ann".into(),
+        tenant: "t".into(),
+        name: "Ann".into(),
+        email: Some("ann@example.com".into()),
+        groups: vec![],
+        roles: vec![],
+        is_override: false,
+    };
+    engine.upsert_principal(ann.clone()).await.expect("principal");
+    let wf = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/workflows/conformance/conformance-approval.json"
+    ))
+    .expect("workflow file");
+    engine
+        .register_workflow(serde_json::from_str(&wf).expect("workflow JSON"))
+        .await
+        .expect("registered");
+    (engine, crate::Actor::operator(ann))
+}
+
+/// Starts a run of the conformance approval workflow ([`approval_engine`]).
+#[cfg(test)]
+pub(crate) async fn start_approval_run(engine: &crate::Engine, actor: &crate::Actor) -> tollgate_wire::RunId {
+    engine
+        .create_run(
+            crate::CreateRun {
+                workflow_id: "conformance-approval".into(),
+                ..Default::default()
+            },
+            actor,
+            None,
+        )
+        .await
+        .expect("create")
+        .result
+        .expect("created")
+        .run_id
+}
+
+/// Ann accepts the run's approval at `gate` ([`approval_engine`]).
+#[cfg(test)]
+pub(crate) async fn accept_gate(engine: &crate::Engine, actor: &crate::Actor, run: &tollgate_wire::RunId) {
+    engine
+        .resolve(run, "gate", serde_json::json!({"action": "accept"}), actor, None)
+        .await
+        .expect("resolve")
+        .result
+        .expect("resolved");
+}
