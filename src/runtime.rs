@@ -99,9 +99,10 @@ pub(crate) struct Exec<'a> {
     conversations: FastMap<String, Option<OpenConversation>>,
     /// This command starts the run: a refusal refuses the create itself.
     starting: bool,
-    /// The rowid the next interrupt this command raises gets (SQLite; read
-    /// from the table at the first, `rows::next_interrupt_row`).
-    next_interrupt_row: Option<i64>,
+    /// The rowid the next interrupt this command raises gets (`None` until
+    /// the first is read from the table, `rows::next_interrupt_row`; then
+    /// `Some(None)` where there is none to give: PostgreSQL).
+    next_interrupt_row: Option<Option<i64>>,
 }
 
 /// Why a conversation interrupt cannot be raised.
@@ -597,10 +598,10 @@ impl<'a> Exec<'a> {
     /// command finishes.
     fn next_interrupt_row(&mut self) -> Result<Option<i64>> {
         let next = match self.next_interrupt_row {
-            Some(next) => Some(next),
+            Some(counted) => counted,
             None => next_interrupt_row(self.conn)?,
         };
-        self.next_interrupt_row = next.map(|n| n + 1);
+        self.next_interrupt_row = Some(next.and_then(|n| n.checked_add(1)));
         Ok(next)
     }
 

@@ -197,6 +197,88 @@ mod tests {
         }
     }
 
+    /// The create names the row it stored the interrupt at, and a resolve's
+    /// read by rowid finds it there (a miss would still decide correctly,
+    /// by the search, and so would hide a wrong rowid or visit).
+    #[tokio::test]
+    async fn a_new_runs_state_names_the_row_its_interrupt_is_at() {
+        use crate::store::rows::interrupt_by_row;
+        use crate::store::{Durability, Store};
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("rows.db").display());
+        let (engine, actor) = crate::store::testing::approval_engine(&url).await;
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            runs.push(
+                crate::store::testing::start_approval_run(&engine, &actor)
+                    .await
+                    .to_string(),
+            );
+        }
+        let store = Store::open(&url, Durability::Full).await.unwrap();
+        let found = store
+            .write(move |conn| {
+                let mut found = Vec::new();
+                for run in &runs {
+                    let rows = node_rows(&load_run_for_update(conn, run)?.expect("stored"))?;
+                    let gate = rows.iter().find(|n| n.node_id.as_str() == "gate").expect("gate");
+                    let known = gate.interrupt.expect("the create names its interrupt's row");
+                    let row = interrupt_by_row(conn, run, "gate", known)?.expect("found by rowid");
+                    assert_eq!((row.row_id, row.visit), (Some(known.row_id), known.visit));
+                    assert_eq!(row.run_id.as_str(), run);
+                    found.push(known.row_id);
+                }
+                Ok(found)
+            })
+            .await
+            .unwrap();
+        assert_eq!(found, vec![1, 2, 3]);
+    }
+
+    /// Past the largest rowid there is (a row put there by hand), a raise
+    /// leaves the choice to SQLite and its node names no row: the resolve
+    /// searches, as for a state written before rows were named.
+    #[tokio::test]
+    async fn past_the_largest_rowid_the_node_names_no_row() {
+        use crate::store::{Durability, Store};
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("rows.db").display());
+        let (engine, actor) = crate::store::testing::approval_engine(&url).await;
+        let store = Store::open(&url, Durability::Full).await.unwrap();
+        store
+            .write(|conn| {
+                conn.execute(
+                    "INSERT INTO interrupts (rowid, interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, eligibility, workflow_id, title, owner_subject, created_at) \
+                     VALUES (9223372036854775807, 't/last', 't/other', 'gate', 'k', 0, 'approval', 'resolved', '{}', '{}', 'null', 'w', 't', 'o', 0)",
+                    &[],
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let run = crate::store::testing::start_approval_run(&engine, &actor).await;
+        let id = run.to_string();
+        let known = store
+            .write(move |conn| {
+                let rows = node_rows(&load_run_for_update(conn, &id)?.expect("stored"))?;
+                Ok(rows
+                    .iter()
+                    .find(|n| n.node_id.as_str() == "gate")
+                    .expect("gate")
+                    .interrupt)
+            })
+            .await
+            .unwrap();
+        assert_eq!(known, None);
+        crate::store::testing::accept_gate(&engine, &actor, &run).await;
+        let row = store
+            .latest_interrupt(run.as_str(), "gate")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.status, tollgate_wire::InterruptStatus::Resolved);
+    }
+
     /// A node state whose rowid names another run's interrupt (a store
     /// whose rowids were renumbered, or tampered with) decides nothing
     /// there: the resolve finds the node's own interrupt by searching.

@@ -412,12 +412,7 @@ pub(crate) fn latest_interrupt_for_update(
     known: Option<InterruptRef>,
 ) -> Result<Option<InterruptRow>> {
     if let (Some(known), Dialect::Sqlite) = (known, conn.dialect()) {
-        let row = conn.query_opt(
-            &INTERRUPT_BY_ROW,
-            args![known.row_id, run_id, node_id, known.visit],
-            InterruptRow::from_row,
-        )?;
-        if let Some(row) = row {
+        if let Some(row) = interrupt_by_row(conn, run_id, node_id, known)? {
             // Every test's resolve checks that the node state named the newest one.
             #[cfg(debug_assertions)]
             {
@@ -444,16 +439,33 @@ pub(crate) fn latest_interrupt_for_update(
     )
 }
 
+/// The interrupt a node state names, on SQLite, if that row is still the
+/// node's interrupt of that visit.
+pub(crate) fn interrupt_by_row(
+    conn: &WriteConn,
+    run_id: &str,
+    node_id: &str,
+    known: InterruptRef,
+) -> Result<Option<InterruptRow>> {
+    conn.query_opt(
+        &INTERRUPT_BY_ROW,
+        args![known.row_id, run_id, node_id, known.visit],
+        InterruptRow::from_row,
+    )
+}
+
 /// The rowid the next interrupt a command inserts is stored at, on SQLite:
 /// the table's largest plus one. The writer holds the database's write lock
 /// and the batch's earlier commands have written theirs, so no other insert
-/// can take it. PostgreSQL has no rowid: `None`.
+/// can take it. PostgreSQL has no rowid: `None`; so too past the largest
+/// rowid there is, where SQLite finds a free one itself and the node's
+/// state names none.
 pub(crate) fn next_interrupt_row(conn: &WriteConn) -> Result<Option<i64>> {
     match conn.dialect() {
-        Dialect::Sqlite => Ok(Some(
-            conn.query_scalar::<i64>("SELECT coalesce(max(rowid), 0) + 1 FROM interrupts", &[])?
-                .unwrap_or(1),
-        )),
+        Dialect::Sqlite => {
+            let largest = conn.query_scalar::<Option<i64>>("SELECT max(rowid) FROM interrupts", &[])?;
+            Ok(largest.flatten().unwrap_or(0).checked_add(1))
+        }
         Dialect::Postgres => Ok(None),
     }
 }
