@@ -220,9 +220,9 @@ mod tests {
             .write(move |conn| {
                 let mut found = Vec::new();
                 for run in &runs {
-                    let rows = node_rows(&load_run_for_update(conn, run)?.expect("stored"))?;
-                    let gate = rows.iter().find(|n| n.node_id.as_str() == "gate").expect("gate");
-                    let known = gate.interrupt.expect("the create names its interrupt's row");
+                    let known = gate_of(conn, run)?
+                        .1
+                        .expect("the create names its interrupt's row");
                     let row = interrupt_by_row(conn, run, "gate", known)?.expect("found by rowid");
                     assert_eq!((row.row_id, row.visit), (Some(known.row_id), known.visit));
                     assert_eq!(row.run_id.as_str(), run);
@@ -258,17 +258,7 @@ mod tests {
             .unwrap();
         let run = crate::store::testing::start_approval_run(&engine, &actor).await;
         let id = run.to_string();
-        let known = store
-            .write(move |conn| {
-                let rows = node_rows(&load_run_for_update(conn, &id)?.expect("stored"))?;
-                Ok(rows
-                    .iter()
-                    .find(|n| n.node_id.as_str() == "gate")
-                    .expect("gate")
-                    .interrupt)
-            })
-            .await
-            .unwrap();
+        let known = store.write(move |conn| Ok(gate_of(conn, &id)?.1)).await.unwrap();
         assert_eq!(known, None);
         crate::store::testing::accept_gate(&engine, &actor, &run).await;
         let row = store
@@ -296,14 +286,10 @@ mod tests {
         let (first, second) = (runs[0].to_string(), runs[1].to_string());
         store
             .write(move |conn| {
-                let known = |run: &str| -> Result<(Vec<NodeRow>, InterruptRef)> {
-                    let rows = node_rows(&load_run_for_update(conn, run)?.expect("stored"))?;
-                    let gate = rows.iter().find(|n| n.node_id.as_str() == "gate").expect("gate");
-                    let known = gate.interrupt.expect("the create names its interrupt's row");
-                    Ok((rows, known))
-                };
-                let (mut rows, _) = known(&first)?;
-                let (_, theirs) = known(&second)?;
+                let (mut rows, _) = gate_of(conn, &first)?;
+                let theirs = gate_of(conn, &second)?
+                    .1
+                    .expect("the create names its interrupt's row");
                 for n in rows.iter_mut().filter(|n| n.node_id.as_str() == "gate") {
                     n.interrupt = Some(theirs);
                 }
@@ -331,6 +317,17 @@ mod tests {
             status(runs[1].to_string()).await,
             (runs[1].to_string(), tollgate_wire::InterruptStatus::Pending)
         );
+    }
+
+    /// A stored run's node states, and the interrupt row its node `gate` names.
+    fn gate_of(conn: &crate::store::WriteConn, run: &str) -> Result<(Vec<NodeRow>, Option<InterruptRef>)> {
+        let rows = node_rows(&load_run_for_update(conn, run)?.expect("stored"))?;
+        let known = rows
+            .iter()
+            .find(|n| n.node_id.as_str() == "gate")
+            .expect("gate")
+            .interrupt;
+        Ok((rows, known))
     }
 
     fn fields(rows: &[NodeRow]) -> Vec<String> {

@@ -747,7 +747,8 @@ mod tests {
             "{decide} => {plan}"
         );
         // The create stores the interrupt at the rowid its node state names,
-        // and the resolve reads it there, not through `interrupts_latest`.
+        // and the resolve reads it there (debug builds, these tests, also
+        // run the search through `interrupts_latest` to check the row).
         assert!(
             created
                 .iter()
