@@ -178,13 +178,6 @@ pub struct WorkflowInfo {
     pub scope: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Overview {
-    pub workflows: i64,
-    pub runs: i64,
-    pub pending_interrupts: i64,
-}
-
 /// A vote as the audit shows it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]

@@ -978,7 +978,7 @@ async fn idempotency_replays_and_refuses_a_different_body() {
     let second = create(body.clone()).await;
     assert!(second.replayed);
     assert_eq!(first.result.unwrap(), second.result.unwrap());
-    assert_eq!(f.engine.overview().await.unwrap().runs, 1, "one run created");
+    assert_eq!(f.engine.run_count().await.unwrap(), 1, "one run created");
     let other = create(json!({"workflowId": "conformance-noop"})).await;
     assert!(matches!(other.result, Err(EngineError::IdempotencyMismatch)));
     assert!(matches!(
@@ -1868,7 +1868,7 @@ async fn callbacks_are_queued_with_the_interrupt_and_the_run_end_in_the_same_ste
             other => panic!("{url}: expected a refusal, got {other:?}"),
         }
     }
-    assert_eq!(f.engine.overview().await.unwrap().runs, 0);
+    assert_eq!(f.engine.run_count().await.unwrap(), 0);
     assert!(f
         .engine
         .outbox_due_of(tollgate::wire::OutboxKind::Callback, 10)

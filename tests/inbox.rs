@@ -394,3 +394,46 @@ async fn whole_call_errors_name_their_field() {
     // Nothing was decided by a refused call.
     assert_eq!(status(e, &run).await, ("pending".to_string(), 0));
 }
+
+/// The instance's pending count (the metrics gauge) is summed from the kept
+/// counts, not counted row by row: it must follow every way an interrupt
+/// closes, in both tenants, and match the rows.
+#[tokio::test]
+async fn the_instances_pending_count_follows_every_way_an_interrupt_closes() {
+    let f = fixture().await;
+    let e = &f.engine;
+    assert_eq!(e.pending_interrupts().await.unwrap(), 0);
+    assert!(!e.has_runs().await.unwrap());
+
+    let decided = buy(e, "owner", "decided", json!({})).await;
+    let cancelled = buy(e, "owner", "cancelled", json!({})).await;
+    let pair = start_as(e, "owner", "pair", json!({})).await;
+    let timed = start_as(e, "owner", "timed-1000", json!({})).await;
+    let elsewhere = buy(e, "eve", "elsewhere", json!({})).await;
+    assert!(e.has_runs().await.unwrap());
+    assert_eq!(e.run_count().await.unwrap(), 5);
+    assert_eq!(e.pending_interrupts().await.unwrap(), 5);
+
+    assert!(decide(e, "ann", "accept", &[pick(&decided)]).await[0].decided);
+    // A vote that does not decide leaves the interrupt pending.
+    assert!(decide(e, "ann", "accept", &[pick(&pair)]).await[0].decided);
+    assert_eq!(status(e, &pair).await, ("pending".to_string(), 1));
+    let owner = Actor::api_key(person(e, "owner").await, tollgate::auth::ALL_SCOPES[..4].to_vec());
+    e.cancel_run(&cancelled, None, &owner, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    f.clock.advance(1000);
+    e.fire_due().await.unwrap();
+    assert_eq!(status(e, &timed).await.0, "resolved", "by its timeout");
+    assert_eq!(e.pending_interrupts().await.unwrap(), 2, "the pair and eve's");
+
+    assert!(decide(e, "bob", "accept", &[pick(&pair)]).await[0].decided);
+    let eve = Actor::session(person(e, "eve").await);
+    let view = e.inspect_interrupt(&elsewhere, "gate", &eve).await.unwrap();
+    assert_eq!(view.status.to_string(), "pending");
+    assert!(decide(e, "eve", "reject", &[pick(&elsewhere)]).await[0].decided);
+    assert_eq!(e.pending_interrupts().await.unwrap(), 0);
+    assert_eq!(e.run_count().await.unwrap(), 5, "runs are kept");
+}

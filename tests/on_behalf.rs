@@ -145,7 +145,7 @@ async fn only_the_on_behalf_scope_names_another_person_of_the_same_tenant() {
         // The same answer whether the person does not exist or is another tenant's.
         assert!(!err.to_string().contains("acmf"), "{err}");
     }
-    let before = w.engine.overview().await.unwrap().runs;
+    let before = w.engine.run_count().await.unwrap();
     assert_eq!(before, 1, "refused creates leave nothing behind");
 }
 

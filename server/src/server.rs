@@ -284,7 +284,7 @@ async fn sync_config(engine: &Engine, config: &Config) -> anyhow::Result<()> {
             }
         }
     }
-    if !config.demo_runs.is_empty() && engine.overview().await?.runs == 0 {
+    if !config.demo_runs.is_empty() && !engine.has_runs().await? {
         for r in &config.demo_runs {
             let principal = engine
                 .principal(&r.principal)

@@ -212,13 +212,21 @@ impl Engine {
         self.inner.store.ping().await
     }
 
-    pub async fn overview(&self) -> Result<Overview> {
-        let (runs, pending) = self.inner.store.totals().await?;
-        Ok(Overview {
-            workflows: self.inner.current.read().expect("lock").len() as i64,
-            runs,
-            pending_interrupts: pending,
-        })
+    /// Interrupts waiting for a decision, over the whole instance, from the
+    /// counts kept with every write (the metrics gauge: cheap at any size).
+    pub async fn pending_interrupts(&self) -> Result<i64> {
+        self.inner.store.pending_total().await
+    }
+
+    /// Whether the instance stores any run.
+    pub async fn has_runs(&self) -> Result<bool> {
+        self.inner.store.has_runs().await
+    }
+
+    /// Every run of the instance, counted row by row: its cost grows with
+    /// the store (tools and tests; the dashboard counts per tenant).
+    pub async fn run_count(&self) -> Result<i64> {
+        self.inner.store.run_count().await
     }
 
     /// Rebuilds a run's projection from its event log alone and compares it

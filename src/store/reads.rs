@@ -183,11 +183,31 @@ impl Store {
         Ok(revoked.is_some())
     }
 
-    /// Runs, and pending interrupts, over the whole instance.
-    pub(crate) async fn totals(&self) -> Result<(i64, i64)> {
-        Ok(sqlx::query_as(&self.q(
-            "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM interrupts WHERE status = 'pending')",
-        ))
+    /// Every run of the instance: a count of all its rows, which grows with
+    /// the store (for tools and tests, not for a scrape).
+    pub(crate) async fn run_count(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM runs")
+            .fetch_one(&self.read)
+            .await?)
+    }
+
+    /// Whether the instance stores any run (one row read at any size).
+    pub(crate) async fn has_runs(&self) -> Result<bool> {
+        let one: Option<i64> = sqlx::query_scalar("SELECT 1 FROM runs LIMIT 1")
+            .fetch_optional(&self.read)
+            .await?;
+        Ok(one.is_some())
+    }
+
+    /// Pending interrupts over the whole instance, summed from the counts
+    /// every write keeps (`inbox_counts`, one row per rule group and shard)
+    /// instead of counted row by row: a scrape costs the same at a million
+    /// pending as at none. Every pending interrupt has a group (the engine
+    /// gives older rows theirs when it opens, `store::inbox::backfill`).
+    pub(crate) async fn pending_total(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar(
+            "SELECT CAST(COALESCE(SUM(pending), 0) AS BIGINT) FROM inbox_counts WHERE per_owner = 0",
+        )
         .fetch_one(&self.read)
         .await?)
     }

@@ -8,7 +8,8 @@
 //! - `tollgate_resolves_total{via, outcome, code}`: `outcome` is `decided`,
 //!   `vote_recorded` or `error` (then `code` is the error code, else `none`)
 //! - `tollgate_resolve_duration_seconds{via}` (histogram)
-//! - `tollgate_pending_interrupts` (gauge, refreshed on every scrape)
+//! - `tollgate_pending_interrupts` (gauge, refreshed on every scrape from
+//!   the counts the engine keeps: its cost does not grow with the store)
 //! - `tollgate_outbox_backlog` (gauge: outbox messages not yet delivered,
 //!   refreshed on every scrape)
 
@@ -210,8 +211,8 @@ Unauthenticated: restrict it at the reverse proxy.",
 )]
 pub async fn render(State(state): State<AppState>) -> Response {
     let handle = install();
-    match state.engine.overview().await {
-        Ok(o) => metrics::gauge!("tollgate_pending_interrupts").set(o.pending_interrupts as f64),
+    match state.engine.pending_interrupts().await {
+        Ok(n) => metrics::gauge!("tollgate_pending_interrupts").set(n as f64),
         Err(e) => return ApiError::from(e).into_response(),
     }
     match state.engine.outbox_backlog().await {
