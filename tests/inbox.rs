@@ -397,7 +397,7 @@ async fn whole_call_errors_name_their_field() {
 
 /// The instance's pending count (the metrics gauge) is summed from the kept
 /// counts, not counted row by row: it must follow every way an interrupt
-/// closes, in both tenants, and match the rows.
+/// closes, in both tenants.
 #[tokio::test]
 async fn the_instances_pending_count_follows_every_way_an_interrupt_closes() {
     let f = fixture().await;
