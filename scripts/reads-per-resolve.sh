@@ -6,9 +6,10 @@
 # `tollgate_pending_interrupts` gauge, read from /metrics before and after),
 # so the figure is a count, not a rate. (Server builds before 8dc771b counted
 # every pending row at each scrape, and give lower counts here than later
-# builds of the same resolve: compare builds on one side of it.) With BY_TREE=1 it
-# also traces the writer's reads for a second (strace) and names the table or
-# index of each page read (SQLite's `dbstat` on the database afterwards).
+# builds of the same resolve: compare builds on one side of it.) With
+# BY_TREE=1 it also traces the writer's reads for a second (strace) and names
+# the table or index of each page read (SQLite's `dbstat` on the database
+# afterwards).
 #
 #   STORED=40000 RESOLVES=30000   as for scripts/load-wrk.sh (C=16); the
 #                                 phase must outlast SECONDS + 0.3 s
