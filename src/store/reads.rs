@@ -199,19 +199,6 @@ impl Store {
         Ok(one.is_some())
     }
 
-    /// Pending interrupts over the whole instance, summed from the counts
-    /// every write keeps (`inbox_counts`, one row per rule group and shard)
-    /// instead of counted row by row: a scrape costs the same at a million
-    /// pending as at none. Every pending interrupt has a group (the engine
-    /// gives older rows theirs when it opens, `store::inbox::backfill`).
-    pub(crate) async fn pending_total(&self) -> Result<i64> {
-        Ok(sqlx::query_scalar(
-            "SELECT CAST(COALESCE(SUM(pending), 0) AS BIGINT) FROM inbox_counts WHERE per_owner = 0",
-        )
-        .fetch_one(&self.read)
-        .await?)
-    }
-
     /// Whether the database answers (cheap at any size).
     pub(crate) async fn ping(&self) -> Result<()> {
         let one: i64 = sqlx::query_scalar("SELECT 1").fetch_one(&self.read).await?;
