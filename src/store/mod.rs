@@ -46,6 +46,8 @@ pub use value::{json_text, FromVal, Row, ToVal, Val};
 /// their reads through the kernel (1.02–1.13× the rate with 1 GiB at
 /// 200,000 all-pending runs) but costs each page its first allocation while
 /// it fills (0.83× the creates): docs/performance.md, sixteenth sitting.
+/// The B-trees' interior pages are kept apart, up to four times this on
+/// top (`page_cache`): at a million stored runs they fit whole.
 pub const DEFAULT_CACHE_MIB: u32 = 16;
 
 use crate::error::{EngineError, Result};

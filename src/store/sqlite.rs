@@ -256,25 +256,30 @@ fn open_writer(
     durability: Durability,
     cache_mib: u32,
 ) -> Result<rusqlite::Connection> {
-    let conn = match durability {
-        // Every commit syncs the WAL before publishing it: its frames may
-        // wait in memory until then (see `wal_buffer`).
-        Durability::Full => {
-            wal_buffer::register().map_err(|e| EngineError::Storage(format!("wal buffer: {e}")))?;
-            let vfs = wal_buffer::VFS_NAME.to_str().expect("an ASCII name");
-            rusqlite::Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs)?
-        }
-        Durability::Relaxed => rusqlite::Connection::open(path)?,
-    };
-    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // The pragmas read the file's header, which settles the page size and
+    // with it the cache: both inside, so that it is one that keeps interior pages.
+    let conn = page_cache::keeping_interior_pages(|| -> Result<rusqlite::Connection> {
+        let conn = match durability {
+            // Every commit syncs the WAL before publishing it: its frames may
+            // wait in memory until then (see `wal_buffer`).
+            Durability::Full => {
+                wal_buffer::register().map_err(|e| EngineError::Storage(format!("wal buffer: {e}")))?;
+                let vfs = wal_buffer::VFS_NAME.to_str().expect("an ASCII name");
+                rusqlite::Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), vfs)?
+            }
+            Durability::Relaxed => rusqlite::Connection::open(path)?,
+        };
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let sync = synchronous_level(durability);
+        // A negative cache_size is in KiB (see `store::DEFAULT_CACHE_MIB`).
+        let cache_kib = i64::from(cache_mib) * 1024;
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; \
+             PRAGMA temp_store = MEMORY; PRAGMA cache_size = -{cache_kib};"
+        ))?;
+        Ok(conn)
+    })?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    let sync = synchronous_level(durability);
-    // A negative cache_size is in KiB (see `store::DEFAULT_CACHE_MIB`).
-    let cache_kib = i64::from(cache_mib) * 1024;
-    conn.execute_batch(&format!(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; \
-         PRAGMA temp_store = MEMORY; PRAGMA cache_size = -{cache_kib};"
-    ))?;
     // The WAL buffer holds frames until the commit's sync: it needs every
     // commit to sync (FULL is 2).
     let synchronous: i64 = conn.query_row("PRAGMA synchronous", [], |row| row.get(0))?;
