@@ -158,6 +158,8 @@ unsafe extern "C" fn cache_size(p: *mut ffi::sqlite3_pcache, pages: c_int) {
         0
     };
     cache.interior.set_budget(budget);
+    // A smaller cache (rare: a pragma) starts over; the kept pages in use
+    // go at their unpins.
     if cache.interior.len() > budget {
         for key in cache.interior.drain_idle() {
             cache.unpin_kept(key);
@@ -198,25 +200,27 @@ unsafe extern "C" fn unpin(p: *mut ffi::sqlite3_pcache, page: *mut ffi::sqlite3_
     }
     // SAFETY: SQLite unpins only pages it fetched through `fetch`.
     let key = unsafe { read_key(cache, page) };
-    if discard == 0 && unsafe { is_interior(page, key) } {
+    let kept_before = cache.interior.len();
+    let held_back = if discard == 0 && unsafe { is_interior(page, key) } {
         match cache.interior.unpinned(key) {
-            Unpinned::Kept { grew } => {
-                if grew {
-                    cache.resize();
-                }
-                return;
-            }
+            Unpinned::Kept => true,
             Unpinned::KeptInstead { evicted } => {
                 #[cfg(test)]
                 tests::EVICTED.with(|n| n.set(n.get() + 1));
-                return cache.unpin_kept(evicted);
+                cache.unpin_kept(evicted);
+                true
             }
-            Unpinned::Declined => {}
+            Unpinned::Declined => false,
         }
+    } else {
+        // No longer an interior page, or discarded: no longer kept either.
+        cache.interior.released(key);
+        false
+    };
+    if !held_back {
+        unsafe { (default().xUnpin.expect("xUnpin"))(cache.inner, page, discard) };
     }
-    let released = cache.interior.released(key);
-    unsafe { (default().xUnpin.expect("xUnpin"))(cache.inner, page, discard) };
-    if released {
+    if cache.interior.len() != kept_before {
         cache.resize();
     }
 }

@@ -1,13 +1,14 @@
 //! Which interior B-tree pages a cache keeps out of its LRU (issue #17).
 //!
-//! At a million stored runs a resolve reads about two pages more than at
-//! 40,000, a quarter of them interior pages of the interrupts' table and
-//! inbox index: each resolve's fresh leaves push them out of a 16 MiB LRU,
-//! although they are ≈ 0.4 % of the file and every resolve passes through
-//! them. So the cache keeps up to its own size again of interior pages
-//! apart, evicting among them by CLOCK (a page used since the hand last
-//! passed gets another round), and leaves the LRU to the leaves. A small
-//! store has few interior pages, so its cache does not grow.
+//! At a million stored runs a resolve read about two pages more than at
+//! 40,000, a quarter of all its reads interior pages of the interrupts'
+//! table and inbox index: each resolve's fresh leaves pushed them out of a
+//! 16 MiB LRU, although they are ≈ 0.6 % of the file and every resolve
+//! passes through them. So the cache keeps interior pages apart, up to a
+//! budget (`INTERIOR_PAGES_PER_PAGE`), evicting among them by CLOCK (a page
+//! used since the hand last passed gets another round), and leaves the LRU
+//! to the leaves. A small store has few interior pages, so its cache does
+//! not grow.
 //!
 //! The default cache evicts only unpinned pages, so a kept page is one whose
 //! unpin the wrapper held back: it stays pinned there until it is evicted
@@ -48,9 +49,8 @@ impl Bits {
 /// What to do with an interior page SQLite unpinned.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Unpinned {
-    /// Kept (or still kept): hold the unpin back. `grew` says whether the
-    /// number of kept pages went up.
-    Kept { grew: bool },
+    /// Kept (or still kept): hold the unpin back.
+    Kept,
     /// Kept in place of `evicted`, whose held-back unpin is now due.
     KeptInstead { evicted: c_uint },
     /// Not kept (every kept page is in use or was used since the hand
@@ -96,14 +96,19 @@ impl InteriorPages {
     /// SQLite unpinned `key`, an interior page.
     pub(super) fn unpinned(&mut self, key: c_uint) -> Unpinned {
         if self.kept.get(key) {
+            if self.ring.len() > self.budget {
+                // The budget shrank while this page was in use.
+                self.released(key);
+                return Unpinned::Declined;
+            }
             self.idle.set(key);
             self.referenced.set(key);
-            return Unpinned::Kept { grew: false };
+            return Unpinned::Kept;
         }
         if self.ring.len() < self.budget {
             self.ring.push(key);
             self.mark_kept(key);
-            return Unpinned::Kept { grew: true };
+            return Unpinned::Kept;
         }
         match self.evict() {
             Some(slot) => {
@@ -165,10 +170,13 @@ impl InteriorPages {
 
     /// Forgets every idle kept page and returns them (their unpins are due).
     pub(super) fn drain_idle(&mut self) -> Vec<c_uint> {
-        let idle: Vec<c_uint> = self.ring.iter().copied().filter(|k| self.idle.get(*k)).collect();
+        let (idle, in_use): (Vec<c_uint>, Vec<c_uint>) =
+            self.ring.iter().partition(|key| self.idle.get(**key));
         for key in &idle {
-            self.released(*key);
+            self.unmark(*key);
         }
+        self.ring = in_use;
+        self.hand = 0;
         idle
     }
 
@@ -223,13 +231,13 @@ mod tests {
     fn pages_are_kept_up_to_the_budget_then_the_clock_picks_an_unused_one() {
         let mut kept = pages(3);
         for key in [10, 20, 30] {
-            assert_eq!(kept.unpinned(key), Unpinned::Kept { grew: true });
+            assert_eq!(kept.unpinned(key), Unpinned::Kept);
         }
         assert_eq!(kept.len(), 3);
         // 20 is used again: the hand's first turn clears every reference,
         // its second finds 10 first.
         kept.fetched(20);
-        assert_eq!(kept.unpinned(20), Unpinned::Kept { grew: false });
+        assert_eq!(kept.unpinned(20), Unpinned::Kept);
         assert_eq!(kept.unpinned(40), Unpinned::KeptInstead { evicted: 10 });
         // 20 and 30 lost their references in that turn, 40 has its own.
         assert_eq!(kept.unpinned(50), Unpinned::KeptInstead { evicted: 20 });
@@ -246,10 +254,24 @@ mod tests {
         kept.fetched(2);
         assert_eq!(kept.unpinned(3), Unpinned::Declined, "both kept pages are in use");
         // 2 comes back: only it may go, after losing its reference.
-        assert_eq!(kept.unpinned(2), Unpinned::Kept { grew: false });
+        assert_eq!(kept.unpinned(2), Unpinned::Kept);
         assert_eq!(kept.unpinned(3), Unpinned::KeptInstead { evicted: 2 });
         // 1 is still in use: its unpin, when it comes, keeps it.
-        assert_eq!(kept.unpinned(1), Unpinned::Kept { grew: false });
+        assert_eq!(kept.unpinned(1), Unpinned::Kept);
+    }
+
+    #[test]
+    fn a_page_in_use_when_the_budget_shrinks_goes_at_its_unpin() {
+        let mut kept = pages(2);
+        kept.unpinned(1);
+        kept.unpinned(2);
+        kept.fetched(2);
+        kept.set_budget(0);
+        assert_eq!(kept.drain_idle(), vec![1]);
+        assert_eq!(kept.len(), 1, "2 is in use and stays until its unpin");
+        assert_eq!(kept.unpinned(2), Unpinned::Declined);
+        assert_eq!(kept.len(), 0);
+        assert!(!kept.released(2));
     }
 
     #[test]
@@ -268,14 +290,14 @@ mod tests {
         kept.fetched(5);
         kept.rekeyed(5, 300);
         assert!(!kept.released(5));
-        assert_eq!(kept.unpinned(300), Unpinned::Kept { grew: false });
+        assert_eq!(kept.unpinned(300), Unpinned::Kept);
         // A renumbering onto a kept key drops the page that was there.
         kept.unpinned(9);
         kept.fetched(300);
         kept.rekeyed(300, 9);
         assert_eq!(kept.len(), 1);
         assert_eq!(kept.drain_idle(), Vec::<c_uint>::new(), "9 is in use");
-        assert_eq!(kept.unpinned(9), Unpinned::Kept { grew: false });
+        assert_eq!(kept.unpinned(9), Unpinned::Kept);
         assert_eq!(kept.drain_idle(), vec![9]);
         assert_eq!(kept.len(), 0);
     }

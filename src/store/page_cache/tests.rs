@@ -164,8 +164,8 @@ fn exercise_splits_and_rollbacks(page_size: u32, cache_size: i64) {
 
 /// Cache misses per lookup of `lookups` random keys of an index of
 /// `rows` entries on 512-byte pages, with a cache an eighth larger than
-/// the index's interior pages (so it can keep them all), after as many
-/// lookups to warm it. Returns the interior pages too.
+/// the index's interior pages (an LRU of that size loses them to the
+/// leaves), after as many lookups to warm it. Returns the interior pages too.
 fn misses_per_lookup(keep_interior: bool, rows: u64, lookups: u64) -> (f64, i64) {
     assert!(install());
     let dir = tempfile::tempdir().unwrap();
