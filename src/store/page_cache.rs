@@ -67,6 +67,16 @@ impl Cache {
         unsafe { (default().xCachesize.expect("xCachesize"))(self.inner, self.size.saturating_add(kept)) }
     }
 
+    /// Gives every kept page SQLite is not using back to the LRU; true if
+    /// there was any (the caller resizes).
+    fn release_idle_kept(&mut self) -> bool {
+        let idle = self.interior.drain_idle();
+        for key in &idle {
+            self.unpin_kept(*key);
+        }
+        !idle.is_empty()
+    }
+
     /// Passes on the held-back unpin of a kept page.
     fn unpin_kept(&mut self, key: c_uint) {
         // SAFETY: a kept page is pinned in the default cache (so a lookup
@@ -161,9 +171,7 @@ unsafe extern "C" fn cache_size(p: *mut ffi::sqlite3_pcache, pages: c_int) {
     // A smaller cache (rare: a pragma) starts over; the kept pages in use
     // go at their unpins.
     if cache.interior.len() > budget {
-        for key in cache.interior.drain_idle() {
-            cache.unpin_kept(key);
-        }
+        cache.release_idle_kept();
     }
     cache.resize();
 }
@@ -278,11 +286,7 @@ unsafe extern "C" fn destroy(p: *mut ffi::sqlite3_pcache) {
 unsafe extern "C" fn shrink(p: *mut ffi::sqlite3_pcache) {
     // Asked to free what it can: the kept pages not in use go to the LRU first.
     let cache = unsafe { cache(p) };
-    let idle = cache.interior.drain_idle();
-    if !idle.is_empty() {
-        for key in idle {
-            cache.unpin_kept(key);
-        }
+    if cache.release_idle_kept() {
         cache.resize();
     }
     unsafe { (default().xShrink.expect("xShrink"))(cache.inner) }

@@ -30,6 +30,16 @@ pub(super) fn assert_nothing_cached_from(cache: &Cache, limit: c_uint) {
     }
 }
 
+/// A repeatable sequence of pseudo-random numbers (an LCG's high bits).
+fn random(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 16
+    }
+}
+
 /// Inserts `rows` rows under random keys (splits all over the index).
 fn insert_random(conn: &Connection, next: &mut impl FnMut() -> u64, rows: usize, pad: &str) {
     for _ in 0..rows {
@@ -80,13 +90,7 @@ fn exercise_splits_and_rollbacks(page_size: u32, cache_size: i64) {
         conn
     });
     let mut committed = 0i64;
-    let mut seed = 7u64;
-    let mut next = move || {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        seed >> 16
-    };
+    let mut next = random(7);
     let mut forwarded_by_commits = 0;
     for round in 0..30 {
         conn.execute_batch("BEGIN IMMEDIATE").unwrap();
@@ -200,16 +204,11 @@ fn misses_per_lookup(keep_interior: bool, rows: u64, lookups: u64) -> (f64, i64)
         .unwrap();
     conn.execute_batch(&format!("PRAGMA cache_size = {}", interior + interior / 8))
         .unwrap();
-    let mut seed = 11u64;
+    let mut next = random(11);
     let mut look_up = |count: u64| {
         for _ in 0..count {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
             let id: i64 = conn
-                .query_row("SELECT id FROM t WHERE k = ?", [key((seed >> 16) % rows)], |r| {
-                    r.get(0)
-                })
+                .query_row("SELECT id FROM t WHERE k = ?", [key(next() % rows)], |r| r.get(0))
                 .unwrap();
             assert!(id > 0);
         }
