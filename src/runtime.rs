@@ -197,6 +197,8 @@ impl<'a> Exec<'a> {
             requested_by: new.requested_by,
             nodes_json: None,
             newest_event: NewestEvent::Known(None),
+            // Chosen by its insert (`store::run_rowid`).
+            row_id: None,
         };
         let recursion_limit = recursion_limit(&run);
         let mut exec = Exec {
@@ -1291,6 +1293,7 @@ impl<'a> Exec<'a> {
             };
             changes.push(Change::Run {
                 run_id: self.run.run_id.clone(),
+                row_id: self.run.row_id,
                 status: self.run.status,
                 current_node_id: self.run.current_node_id.clone(),
                 error: self.run.error.as_ref().map(json_text),

@@ -124,6 +124,9 @@ pub(crate) enum Change {
     /// The run's projection after the command.
     Run {
         run_id: RunId,
+        /// SQLite's `rowid` of the run's row, read by this command
+        /// (`RunRow::row_id`): the update goes straight to the row.
+        row_id: Option<i64>,
         status: RunStatus,
         current_node_id: Option<NodeId>,
         error: Option<String>,
@@ -134,14 +137,24 @@ pub(crate) enum Change {
     },
 }
 
-/// A new run's row with its node states: on SQLite with its newest event too.
+/// A new run's row with its node states: on SQLite with its newest event
+/// too, at the rowid its id names unless another row is there (then the
+/// next free one: `NULL`; `store::run_rowid`).
 static INSERT_RUN: LazyLock<[String; 2]> = LazyLock::new(|| {
     let row = |extra: &str| {
         let columns = format!("{}, nodes, delay_due_at{extra}", crate::runtime::RUN_COLUMNS);
         let params = vec!["?"; columns.split(", ").count()].join(", ");
-        format!("INSERT INTO runs ({columns}) VALUES ({params})")
+        (columns, params)
     };
-    [row(", last_event"), row("")]
+    let (sqlite_columns, sqlite_params) = row(", last_event");
+    let (columns, params) = row("");
+    [
+        format!(
+            "INSERT INTO runs (rowid, {sqlite_columns}) VALUES \
+             (CASE WHEN EXISTS (SELECT 1 FROM runs WHERE rowid = ?) THEN NULL ELSE ? END, {sqlite_params})"
+        ),
+        format!("INSERT INTO runs ({columns}) VALUES ({params})"),
+    ]
 });
 
 /// A new interrupt's row: without and with the rowid its command chose.
@@ -422,6 +435,8 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
             let sql = match dialect {
                 Dialect::Sqlite => {
                     args.push(opt_int(ids.newest));
+                    let row_id = opt_int(super::run_rowid::of(run.run_id.as_str()));
+                    args.splice(0..0, [row_id.clone(), row_id]);
                     &INSERT_RUN[0]
                 }
                 Dialect::Postgres => &INSERT_RUN[1],
@@ -621,6 +636,7 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
         }
         Change::Run {
             run_id,
+            row_id,
             status,
             current_node_id,
             error,
@@ -643,20 +659,29 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
             if let Some(nodes) = nodes {
                 args.extend([text(nodes.json), opt_int(nodes.delay_due_at)]);
             }
-            let sql = match (dialect, with_nodes) {
-                (Dialect::Sqlite, false) => {
+            // By rowid where the command read it (SQLite), the id still compared.
+            let row_id = row_id.filter(|_| dialect == Dialect::Sqlite);
+            let sql = match (dialect, with_nodes, row_id.is_some()) {
+                (Dialect::Sqlite, false, false) => {
                     "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ?, last_event = coalesce(?, last_event) WHERE run_id = ?"
                 }
-                (Dialect::Sqlite, true) => {
+                (Dialect::Sqlite, true, false) => {
                     "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ?, last_event = coalesce(?, last_event), nodes = ?, delay_due_at = ? WHERE run_id = ?"
                 }
-                (Dialect::Postgres, false) => {
+                (Dialect::Sqlite, false, true) => {
+                    "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ?, last_event = coalesce(?, last_event) WHERE rowid = ? AND run_id = ?"
+                }
+                (Dialect::Sqlite, true, true) => {
+                    "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ?, last_event = coalesce(?, last_event), nodes = ?, delay_due_at = ? WHERE rowid = ? AND run_id = ?"
+                }
+                (Dialect::Postgres, false, _) => {
                     "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ? WHERE run_id = ?"
                 }
-                (Dialect::Postgres, true) => {
+                (Dialect::Postgres, true, _) => {
                     "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ?, nodes = ?, delay_due_at = ? WHERE run_id = ?"
                 }
             };
+            args.extend(row_id.map(int));
             args.push(text(run_id));
             push(out, sql, args, Table::Runs, Rows::Update(key));
         }
@@ -701,6 +726,7 @@ mod tests {
     fn run() -> Change {
         Change::Run {
             run_id: run_id(),
+            row_id: None,
             status: RunStatus::Completed,
             current_node_id: None,
             error: None,

@@ -141,13 +141,14 @@ impl Chain {
     }
 }
 
+/// Reads a run's newest event as stored: for a run the command did not load,
+/// and in debug builds to check what it loaded.
+pub(super) const STORED_NEWEST_SQL: &str = "SELECT last_event FROM runs WHERE run_id = ?";
+
 /// A run's newest event as stored (its `last_event`).
 fn stored_newest(conn: &WriteConn, run_id: &str) -> Result<Option<i64>> {
     Ok(conn
-        .query_scalar::<Option<i64>>(
-            "SELECT last_event FROM runs WHERE run_id = ?",
-            &[Val::Text(Some(run_id.to_string()))],
-        )?
+        .query_scalar::<Option<i64>>(STORED_NEWEST_SQL, &[Val::Text(Some(run_id.to_string()))])?
         .flatten())
 }
 
@@ -274,6 +275,7 @@ mod tests {
             .write(move |c| {
                 let run = Change::Run {
                     run_id: run_id.clone(),
+                    row_id: None,
                     status: tollgate_wire::RunStatus::Running,
                     current_node_id: None,
                     error: None,

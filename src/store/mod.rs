@@ -29,6 +29,7 @@ mod prepared;
 pub(crate) mod reads;
 pub(crate) mod registry;
 pub(crate) mod rows;
+mod run_rowid;
 pub mod sql;
 mod sqlite;
 pub mod testing;

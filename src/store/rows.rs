@@ -45,6 +45,9 @@ pub(crate) struct RunRow {
     /// The run's newest event when loaded for a command on SQLite
     /// (`runs.last_event`), so appending to its chain need not read it again.
     pub newest_event: NewestEvent,
+    /// SQLite's rowid of the run's row, when loaded for a command: the
+    /// command's update goes straight to the row (`run_rowid`).
+    pub row_id: Option<i64>,
 }
 
 pub(crate) const RUN_COLUMNS: &str = "run_id, tenant, workflow_id, workflow_digest, status, owner, current_node_id, error, inputs, configurable, tags, metadata, callback_url, next_sequence, created_at, completed_at, requested_by";
@@ -76,6 +79,7 @@ impl RunRow {
             } else {
                 NewestEvent::Unknown
             },
+            row_id: if row.has(19) { row.get(19)? } else { None },
         })
     }
 
@@ -107,6 +111,7 @@ impl RunRow {
             completed_at: None,
             nodes_json: None,
             newest_event: NewestEvent::Unknown,
+            row_id: None,
         }
     }
 
@@ -349,8 +354,12 @@ impl<'de, S: serde::de::DeserializeSeed<'de> + Copy> serde::de::Visitor<'de> for
 // Statements the writer runs on every command, built once (they splice in
 // the column lists) so the hot path neither formats nor allocates SQL text.
 // Each loads related rows as one JSON column, in one round trip.
+/// The run at the rowid its id names (`run_rowid`), the id still compared.
+static LOAD_RUN_AT_ROW: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {RUN_COLUMNS}, nodes, last_event, rowid FROM runs WHERE rowid = ? AND run_id = ?")
+});
 static LOAD_RUN_FOR_UPDATE: LazyLock<String> =
-    LazyLock::new(|| format!("SELECT {RUN_COLUMNS}, nodes, last_event FROM runs WHERE run_id = ?"));
+    LazyLock::new(|| format!("SELECT {RUN_COLUMNS}, nodes, last_event, rowid FROM runs WHERE run_id = ?"));
 /// The run row stays locked until the command commits: commands on one run
 /// from any instance take turns, and each sees what the previous one wrote.
 static LOAD_RUN_FOR_UPDATE_PG: LazyLock<String> =
@@ -391,13 +400,22 @@ static PENDING_INTERRUPT: LazyLock<String> = LazyLock::new(|| {
     format!("SELECT {INTERRUPT_COLUMNS} FROM interrupts WHERE interrupt_id = ? AND status = 'pending'")
 });
 /// The run with its node states, in one statement (the writer's hot path),
-/// locked for this command where the back end has row locks.
+/// locked for this command where the back end has row locks. On SQLite the
+/// row is first looked for at the rowid its id names, then (a row stored
+/// elsewhere, or no such run) by its id.
 pub(crate) fn load_run_for_update(conn: &WriteConn, run_id: &str) -> Result<Option<RunRow>> {
-    let sql: &str = match conn.dialect() {
-        Dialect::Sqlite => &LOAD_RUN_FOR_UPDATE,
-        Dialect::Postgres => &LOAD_RUN_FOR_UPDATE_PG,
-    };
-    conn.query_opt(sql, args![run_id], RunRow::from_row)
+    match conn.dialect() {
+        Dialect::Sqlite => {
+            if let Some(row_id) = super::run_rowid::of(run_id) {
+                let at_row = conn.query_opt(&LOAD_RUN_AT_ROW, args![row_id, run_id], RunRow::from_row)?;
+                if at_row.is_some() {
+                    return Ok(at_row);
+                }
+            }
+            conn.query_opt(&LOAD_RUN_FOR_UPDATE, args![run_id], RunRow::from_row)
+        }
+        Dialect::Postgres => conn.query_opt(&LOAD_RUN_FOR_UPDATE_PG, args![run_id], RunRow::from_row),
+    }
 }
 
 /// `Store::latest_interrupt` on the writer, inside a command (after the run

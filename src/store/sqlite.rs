@@ -769,6 +769,29 @@ mod tests {
             plan.starts_with("SEARCH interrupts USING INTEGER PRIMARY KEY (rowid=?)"),
             "{read} => {plan}"
         );
+        // The create stores the run at the rowid its id names; the resolve
+        // reads and updates it there, never through the runs' id index.
+        assert!(
+            created
+                .iter()
+                .any(|sql| sql.starts_with("INSERT INTO runs (rowid, ")),
+            "{report}"
+        );
+        // (Debug builds, these tests, also check the run's newest event as
+        // stored, by id: a read release builds do not make.)
+        let on_runs: Vec<&String> = resolved
+            .iter()
+            .filter(|sql| sql.contains(" runs ") && *sql != crate::store::event_log::STORED_NEWEST_SQL)
+            .collect();
+        assert!(on_runs.len() >= 2, "the run's read and update: {report}");
+        for sql in on_runs {
+            let plan = plan_any(&store, sql).await;
+            assert!(
+                plan.contains("SEARCH runs USING INTEGER PRIMARY KEY (rowid=?)")
+                    && !plan.contains("sqlite_autoindex_runs"),
+                "{sql} => {plan}"
+            );
+        }
     }
 
     /// A plan step that walks a whole table or index (SQLite's `SCAN`), other
