@@ -94,10 +94,12 @@ mod tests {
         use crate::store::{Durability, Store};
         use tollgate_wire::{RunId, RunStatus};
 
-        async fn store(dir: &tempfile::TempDir) -> (String, Store) {
-            let url = format!("sqlite://{}", dir.path().join("runs.db").display());
-            let store = Store::open(&url, Durability::Full).await.unwrap();
-            (url, store)
+        fn url(dir: &tempfile::TempDir) -> String {
+            format!("sqlite://{}", dir.path().join("runs.db").display())
+        }
+
+        async fn store(dir: &tempfile::TempDir) -> Store {
+            Store::open(&url(dir), Durability::Full).await.unwrap()
         }
 
         async fn rowid(store: &Store, run: &str) -> Option<i64> {
@@ -113,13 +115,12 @@ mod tests {
         #[tokio::test]
         async fn an_engine_run_is_stored_loaded_and_resolved_at_the_rowid_its_id_names() {
             let dir = tempfile::tempdir().unwrap();
-            let (url, _) = store(&dir).await;
-            let (engine, actor) = approval_engine(&url).await;
+            let (engine, actor) = approval_engine(&url(&dir)).await;
             let mut runs = Vec::new();
             for _ in 0..3 {
                 runs.push(start_approval_run(&engine, &actor).await);
             }
-            let (_, store) = store(&dir).await;
+            let store = store(&dir).await;
             for run in &runs {
                 let named = of(run.as_str()).expect("an engine id names a rowid");
                 assert_eq!(rowid(&store, run.as_str()).await, Some(named));
@@ -154,10 +155,9 @@ mod tests {
         #[tokio::test]
         async fn a_run_stored_away_from_its_named_rowid_is_found_by_its_id_and_nothing_else_changes() {
             let dir = tempfile::tempdir().unwrap();
-            let (url, _) = store(&dir).await;
-            let (engine, actor) = approval_engine(&url).await;
+            let (engine, actor) = approval_engine(&url(&dir)).await;
             let run = start_approval_run(&engine, &actor).await;
-            let (_, store) = store(&dir).await;
+            let store = store(&dir).await;
             let named = of(run.as_str()).unwrap();
             let id = run.to_string();
             store
@@ -199,7 +199,7 @@ mod tests {
         #[tokio::test]
         async fn a_new_run_whose_named_rowid_is_taken_is_stored_at_another() {
             let dir = tempfile::tempdir().unwrap();
-            let (_, store) = store(&dir).await;
+            let store = store(&dir).await;
             let first = "t/0193a5b2c3d47e5f8a9b0c1d2e3f4a5b";
             // Same millisecond, same last 15 bits, another id.
             let second = "t/0193a5b2c3d47aaa8bbb0c1d2e3fca5b";
