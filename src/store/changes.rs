@@ -382,6 +382,39 @@ fn resolve_sql(by_rowid: bool, with_votes: bool) -> &'static str {
     }
 }
 
+/// The update of a run's projection: with its node states or not, found by
+/// rowid or by id; on SQLite it also records the run's newest event.
+fn update_run_sql(dialect: Dialect, with_nodes: bool, by_rowid: bool) -> &'static str {
+    static SQL: LazyLock<[String; 6]> = LazyLock::new(|| {
+        let sql = |newest: &str, nodes: &str, rows: &str| {
+            format!(
+                "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ?\
+                 {newest}{nodes} WHERE {rows}"
+            )
+        };
+        let (newest, nodes) = (
+            ", last_event = coalesce(?, last_event)",
+            ", nodes = ?, delay_due_at = ?",
+        );
+        let (by_id, by_rowid) = ("run_id = ?", "rowid = ? AND run_id = ?");
+        [
+            sql(newest, "", by_id),
+            sql(newest, nodes, by_id),
+            sql(newest, "", by_rowid),
+            sql(newest, nodes, by_rowid),
+            sql("", "", by_id),
+            sql("", nodes, by_id),
+        ]
+    });
+    let at = match (dialect, by_rowid) {
+        (Dialect::Sqlite, false) => 0,
+        (Dialect::Sqlite, true) => 2,
+        // PostgreSQL has no rowid.
+        (Dialect::Postgres, _) => 4,
+    };
+    &SQL[at + usize::from(with_nodes)]
+}
+
 fn push(out: &mut Vec<Statement>, sql: &'static str, args: Vec<Val>, table: Table, rows: Rows) {
     let (rows, insert) = match rows {
         Rows::Insert(k) => (Key::One(k), true),
@@ -661,26 +694,7 @@ fn statements_of(change: Change, dialect: Dialect, ids: EventIds, out: &mut Vec<
             }
             // By rowid where the command read it (SQLite), the id still compared.
             let row_id = row_id.filter(|_| dialect == Dialect::Sqlite);
-            let sql = match (dialect, with_nodes, row_id.is_some()) {
-                (Dialect::Sqlite, false, false) => {
-                    "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ?, last_event = coalesce(?, last_event) WHERE run_id = ?"
-                }
-                (Dialect::Sqlite, true, false) => {
-                    "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ?, last_event = coalesce(?, last_event), nodes = ?, delay_due_at = ? WHERE run_id = ?"
-                }
-                (Dialect::Sqlite, false, true) => {
-                    "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ?, last_event = coalesce(?, last_event) WHERE rowid = ? AND run_id = ?"
-                }
-                (Dialect::Sqlite, true, true) => {
-                    "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ?, last_event = coalesce(?, last_event), nodes = ?, delay_due_at = ? WHERE rowid = ? AND run_id = ?"
-                }
-                (Dialect::Postgres, false, _) => {
-                    "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ? WHERE run_id = ?"
-                }
-                (Dialect::Postgres, true, _) => {
-                    "UPDATE runs SET status = ?, current_node_id = ?, error = ?, next_sequence = ?, completed_at = ?, nodes = ?, delay_due_at = ? WHERE run_id = ?"
-                }
-            };
+            let sql = update_run_sql(dialect, with_nodes, row_id.is_some());
             args.extend(row_id.map(int));
             args.push(text(run_id));
             push(out, sql, args, Table::Runs, Rows::Update(key));

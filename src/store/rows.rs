@@ -354,12 +354,13 @@ impl<'de, S: serde::de::DeserializeSeed<'de> + Copy> serde::de::Visitor<'de> for
 // Statements the writer runs on every command, built once (they splice in
 // the column lists) so the hot path neither formats nor allocates SQL text.
 // Each loads related rows as one JSON column, in one round trip.
+/// A run with its node states, newest event and rowid (SQLite); `rows` says which.
+fn run_for_update(rows: &str) -> String {
+    format!("SELECT {RUN_COLUMNS}, nodes, last_event, rowid FROM runs WHERE {rows}")
+}
 /// The run at the rowid its id names (`run_rowid`), the id still compared.
-static LOAD_RUN_AT_ROW: LazyLock<String> = LazyLock::new(|| {
-    format!("SELECT {RUN_COLUMNS}, nodes, last_event, rowid FROM runs WHERE rowid = ? AND run_id = ?")
-});
-static LOAD_RUN_FOR_UPDATE: LazyLock<String> =
-    LazyLock::new(|| format!("SELECT {RUN_COLUMNS}, nodes, last_event, rowid FROM runs WHERE run_id = ?"));
+static LOAD_RUN_AT_ROW: LazyLock<String> = LazyLock::new(|| run_for_update("rowid = ? AND run_id = ?"));
+static LOAD_RUN_FOR_UPDATE: LazyLock<String> = LazyLock::new(|| run_for_update("run_id = ?"));
 /// The run row stays locked until the command commits: commands on one run
 /// from any instance take turns, and each sees what the previous one wrote.
 static LOAD_RUN_FOR_UPDATE_PG: LazyLock<String> =
