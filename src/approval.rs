@@ -136,51 +136,94 @@ impl ApprovalRules {
         requesters: &[impl AsRef<str>],
         holds_respond: bool,
     ) -> Result<String> {
-        if self.prevent_self_approval && requesters.iter().any(|r| r.as_ref() == principal.id) {
-            return Err(EngineError::Forbidden(
+        match self.seat(principal, requesters, holds_respond) {
+            Ok(Seat::Respond) => Ok("scope:approvals:respond".into()),
+            Ok(Seat::Listed) => Ok(format!("principal:{}", principal.id)),
+            Ok(Seat::Group(g)) => Ok(format!("group:{g}")),
+            Ok(Seat::Role(r)) => Ok(format!("role:{r}")),
+            Err(Refusal::OwnRequest) => Err(EngineError::Forbidden(
                 "the run was started by or for this principal, who may not approve its own gate".into(),
-            ));
+            )),
+            Err(Refusal::NoRespond) => Err(EngineError::Forbidden(format!(
+                "{} does not hold approvals:respond, which this gate (without approver refs) requires",
+                principal.id
+            ))),
+            Err(Refusal::NotEligible) => Err(EngineError::Forbidden(format!(
+                "{} is not an eligible approver of this gate",
+                principal.id
+            ))),
+        }
+    }
+
+    /// Whether `principal` may vote: [`ApprovalRules::eligibility`] without
+    /// its texts, for asking it of a whole directory (`crate::notify`).
+    pub fn admits(&self, principal: &Principal, requesters: &[impl AsRef<str>], holds_respond: bool) -> bool {
+        self.seat(principal, requesters, holds_respond).is_ok()
+    }
+
+    /// The rule behind both: what seats `principal`, or why nothing does.
+    fn seat(
+        &self,
+        principal: &Principal,
+        requesters: &[impl AsRef<str>],
+        holds_respond: bool,
+    ) -> std::result::Result<Seat<'_>, Refusal> {
+        if self.prevent_self_approval && requesters.iter().any(|r| r.as_ref() == principal.id) {
+            return Err(Refusal::OwnRequest);
         }
         if self.approvers_list.is_empty()
             && self.approver_group_refs.is_empty()
             && self.approver_role_refs.is_empty()
         {
             return if holds_respond {
-                Ok("scope:approvals:respond".into())
+                Ok(Seat::Respond)
             } else {
-                Err(EngineError::Forbidden(format!(
-                    "{} does not hold approvals:respond, which this gate (without approver refs) requires",
-                    principal.id
-                )))
+                Err(Refusal::NoRespond)
             };
         }
-        let qualified = format!("{}:{}", crate::directory::ISSUER, principal.id);
         if self
             .approvers_list
             .iter()
-            .any(|a| *a == principal.id || *a == qualified)
+            .any(|a| crate::directory::names(a, &principal.id))
         {
-            return Ok(format!("principal:{}", principal.id));
+            return Ok(Seat::Listed);
         }
         if let Some(g) = self
             .approver_group_refs
             .iter()
             .find(|g| principal.groups.contains(g))
         {
-            return Ok(format!("group:{g}"));
+            return Ok(Seat::Group(g));
         }
         if let Some(r) = self
             .approver_role_refs
             .iter()
             .find(|r| principal.roles.contains(r))
         {
-            return Ok(format!("role:{r}"));
+            return Ok(Seat::Role(r));
         }
-        Err(EngineError::Forbidden(format!(
-            "{} is not an eligible approver of this gate",
-            principal.id
-        )))
+        Err(Refusal::NotEligible)
     }
+}
+
+/// What admits a voter to a gate.
+enum Seat<'r> {
+    /// `approvals:respond`, at a gate without approver refs.
+    Respond,
+    /// The gate's `approversList` names them.
+    Listed,
+    Group(&'r str),
+    Role(&'r str),
+}
+
+/// Why a voter is not admitted.
+enum Refusal {
+    /// The run was started by or for them, and the gate refuses self-approval.
+    OwnRequest,
+    /// A gate without approver refs, and they lack `approvals:respond`.
+    NoRespond,
+    /// No ref of the gate names them.
+    NotEligible,
 }
 
 /// A checked approval resume value.
@@ -666,6 +709,42 @@ mod tests {
             open.eligibility(&person("other", &[], &[]), &["own"], false),
             Err(EngineError::Forbidden(_))
         ));
+    }
+
+    #[test]
+    fn a_listed_id_may_name_the_directory_and_admits_says_what_eligibility_says() {
+        let r = rules(
+            json!({"actions": ["accept"], "approversList": ["tollgate:ann", "tollgatex:bob", "tollgate:"], "approverGroupRefs": ["finance"]}),
+        );
+        assert_eq!(
+            r.eligibility(&person("ann", &[], &[]), &["x"], true).unwrap(),
+            "principal:ann"
+        );
+        // Another issuer's id names no one here, nor does the issuer alone.
+        for who in ["bob", "tollgate"] {
+            assert!(
+                r.eligibility(&person(who, &[], &[]), &["x"], true).is_err(),
+                "{who}"
+            );
+        }
+        let open = rules(json!({"actions": ["accept"], "requiredApprovals": 2}));
+        for rules in [&r, &open] {
+            for p in [
+                person("ann", &[], &[]),
+                person("bob", &[], &[]),
+                person("cat", &["finance"], &[]),
+                person("own", &["finance"], &[]),
+            ] {
+                for respond in [true, false] {
+                    assert_eq!(
+                        rules.admits(&p, &["own"], respond),
+                        rules.eligibility(&p, &["own"], respond).is_ok(),
+                        "{} {respond}",
+                        p.id
+                    );
+                }
+            }
+        }
     }
 
     #[test]

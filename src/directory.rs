@@ -5,6 +5,17 @@ use crate::auth::Scope;
 
 pub use tollgate_wire::directory::{Lane, Principal, Subject, ISSUER};
 
+/// Whether `reference` (an entry of `approversList`, or of an audience's
+/// `subjects`) names principal `id`: bare, or qualified by this directory's
+/// issuer (`tollgate:ann`).
+pub(crate) fn names(reference: &str, id: &str) -> bool {
+    reference == id
+        || reference
+            .strip_prefix(ISSUER)
+            .and_then(|rest| rest.strip_prefix(':'))
+            == Some(id)
+}
+
 /// A principal from its stored columns; `groups` and `roles` are JSON
 /// arrays of names, and a column that is not one is an error.
 pub(crate) fn principal_from_columns(

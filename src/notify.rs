@@ -57,27 +57,29 @@ impl Notice<'_> {
 /// The principals of `directory` (the tenant's principals with an email
 /// address) to notify about an interrupt, in directory order.
 pub fn recipients(notice: &Notice<'_>, directory: &[Principal]) -> Vec<Principal> {
-    let list = |a: &Value, key: &str| -> Vec<String> {
-        a.get(key)
+    let list = |key: &str| -> Vec<&str> {
+        notice
+            .audience
+            .and_then(|a| a.get(key))
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default()
     };
-    let qualified = |id: &str| format!("{}:{id}", crate::directory::ISSUER);
-    let audience = notice.audience.filter(|a| a.is_object());
+    // Read once, asked of every person.
+    let audience = notice
+        .audience
+        .filter(|a| a.is_object())
+        .map(|_| (list("subjects"), list("groups"), list("roles")));
     let told = |p: &Principal| -> bool {
-        if let Some(a) = audience {
-            let (subjects, groups, roles) = (list(a, "subjects"), list(a, "groups"), list(a, "roles"));
-            return subjects.iter().any(|s| *s == p.id || *s == qualified(&p.id))
-                || p.groups.iter().any(|g| groups.contains(g))
-                || p.roles.iter().any(|r| roles.contains(r));
+        if let Some((subjects, groups, roles)) = &audience {
+            return subjects.iter().any(|s| crate::directory::names(s, &p.id))
+                || p.groups.iter().any(|g| groups.contains(&g.as_str()))
+                || p.roles.iter().any(|r| roles.contains(&r.as_str()));
         }
         match notice.by_refs() {
             // A person holds approvals:respond; the rules decide the rest
             // (the refs, and the owner where self-approval is refused).
-            Some(rules) => {
-                p.id != notice.requester && rules.eligibility(p, &[notice.requester], true).is_ok()
-            }
+            Some(rules) => p.id != notice.requester && rules.admits(p, &[notice.requester], true),
             None => p.id != notice.requester,
         }
     };
