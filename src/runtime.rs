@@ -16,11 +16,12 @@ use crate::interrupt::{reentry_key, InterruptKind};
 use crate::routing::Trigger;
 use crate::store::changes::{self, Change, InboxCount, NewEvent, NewInterrupt};
 use crate::store::conversations::{self, ConversationChange, OpenConversation};
+pub(crate) use crate::store::directory_cache::load_directory;
 use crate::store::nodes::{node_document, node_rows, InterruptRef, NodeDocument, NodeRow};
 use crate::store::rows::next_interrupt_row;
 pub(crate) use crate::store::rows::{
-    latest_interrupt_for_update, load_directory, load_run_for_update, pending_interrupt_for_update,
-    InterruptRow, RunRow, INTERRUPT_COLUMNS, RUN_COLUMNS,
+    latest_interrupt_for_update, load_run_for_update, pending_interrupt_for_update, InterruptRow, RunRow,
+    INTERRUPT_COLUMNS, RUN_COLUMNS,
 };
 use crate::store::votes::{self, StoredVote};
 use crate::store::WriteConn;

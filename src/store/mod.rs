@@ -16,6 +16,7 @@ mod checkpointer;
 pub(crate) mod conversations;
 pub(crate) mod delegations;
 pub(crate) mod directory;
+pub mod directory_cache;
 mod event_log;
 pub(crate) use event_log::NewestEvent;
 pub(crate) mod idempotency;
@@ -68,6 +69,8 @@ pub trait Tx {
     fn execute_args(&self, sql: &'static str, args: &[Val]) -> Result<u64>;
     /// Runs statements without arguments (savepoints).
     fn execute_batch(&self, sql: &str) -> Result<()>;
+    /// The writer's people to notify per tenant (`directory_cache`).
+    fn directory_cache(&self) -> &directory_cache::DirectoryCache;
     /// Runs writes as if one after the other. A back end where each
     /// statement is a round trip sends them as one; the caller only groups
     /// statements that need not see each other's rows (`changes::apply`).

@@ -14,6 +14,7 @@
 //! thread per statement (which cost more than the statements; see
 //! docs/performance.md). A command is handed over once and answered once.
 
+use super::directory_cache::DirectoryCache;
 use super::{Dialect, Durability, Row, Tx, Val, WriteConn};
 use crate::error::{EngineError, Result};
 use sqlx::any::AnyPoolOptions;
@@ -38,6 +39,8 @@ type Job = Box<dyn FnOnce(&Runtime, &mut PgConnection) -> bool + Send>;
 #[derive(Clone)]
 pub(super) struct PgWriter {
     jobs: mpsc::Sender<Job>,
+    /// Shared by the write connections (`directory_cache`).
+    directory: Arc<DirectoryCache>,
 }
 
 /// Connects, applies the PostgreSQL migrations and starts the write connections.
@@ -71,7 +74,13 @@ pub(super) async fn open(url: &str, durability: Durability) -> Result<(PgWriter,
             .spawn(move || connection_thread(&queue, &options))
             .map_err(|e| EngineError::Storage(format!("write thread: {e}")))?;
     }
-    Ok((PgWriter { jobs }, read))
+    Ok((
+        PgWriter {
+            jobs,
+            directory: Arc::default(),
+        },
+        read,
+    ))
 }
 
 /// Runs commands on one connection until the writer is dropped. Connects on
@@ -114,8 +123,9 @@ impl PgWriter {
         F: FnOnce(&WriteConn) -> Result<T> + Send + 'static,
     {
         let (answer, answered) = oneshot::channel();
+        let directory = self.directory.clone();
         let job: Job = Box::new(move |rt, conn| {
-            let result = run_command(rt, conn, op);
+            let result = run_command(rt, conn, &directory, op);
             let ok = result.is_ok();
             let _ = answer.send(result);
             ok
@@ -129,7 +139,7 @@ impl PgWriter {
     }
 }
 
-fn run_command<T, F>(rt: &Runtime, conn: &mut PgConnection, op: F) -> Result<T>
+fn run_command<T, F>(rt: &Runtime, conn: &mut PgConnection, directory: &DirectoryCache, op: F) -> Result<T>
 where
     F: FnOnce(&WriteConn) -> Result<T>,
 {
@@ -138,6 +148,7 @@ where
         let tx = PgTx {
             rt,
             conn: RefCell::new(&mut *conn),
+            directory,
         };
         std::panic::catch_unwind(AssertUnwindSafe(|| op(&tx)))
     };
@@ -163,6 +174,7 @@ where
 struct PgTx<'c> {
     rt: &'c Runtime,
     conn: RefCell<&'c mut PgConnection>,
+    directory: &'c DirectoryCache,
 }
 
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
@@ -261,5 +273,9 @@ impl Tx for PgTx<'_> {
         let mut conn = self.conn.borrow_mut();
         self.rt.block_on((&mut **conn).execute(sql))?;
         Ok(())
+    }
+
+    fn directory_cache(&self) -> &DirectoryCache {
+        self.directory
     }
 }

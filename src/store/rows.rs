@@ -501,8 +501,9 @@ pub(crate) const LOAD_DIRECTORY_SQL: &str =
     "SELECT id, name, email, groups, roles, is_override FROM principals \
      WHERE tenant = ? AND email IS NOT NULL AND email <> '' ORDER BY id";
 
-/// The tenant's principals that have an email address.
-pub(crate) fn load_directory(conn: &WriteConn, tenant: &str) -> Result<Vec<Principal>> {
+/// The tenant's principals that have an email address, read from the
+/// database (`directory_cache::load_directory` keeps them).
+pub(super) fn read_directory(conn: &WriteConn, tenant: &str) -> Result<Vec<Principal>> {
     let rows: Vec<(String, String, Option<String>, String, String, i64)> =
         conn.query_map(LOAD_DIRECTORY_SQL, args![tenant], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))

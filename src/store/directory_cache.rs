@@ -1,0 +1,167 @@
+//! The people an interrupt's notice may go to, kept in memory per tenant
+//! (issue #17).
+//!
+//! Every interrupt a run raises, every reminder and every escalation reads
+//! the tenant's principals with an email address (`crate::notify` picks the
+//! recipients from them). Read from the database each time, that is a search
+//! of every such person on the writer's thread: a create in a tenant of
+//! 1,000 people read and decoded 1,000 rows. The writer keeps them instead,
+//! tagged with the tenant's directory version (`directory_versions`, set by
+//! triggers on every change to a principal, whoever makes it: this process,
+//! another instance, the CLI, SQL by hand), and reads the people again only
+//! when the version it reads in its own transaction differs.
+//!
+//! Versions are random (SQLite) or drawn from a sequence (PostgreSQL), never
+//! counted: a version seen inside a transaction that was rolled back, with
+//! the people read beside it, never names a later directory.
+
+use super::WriteConn;
+use crate::args;
+use crate::directory::Principal;
+use crate::error::Result;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+pub(crate) const DIRECTORY_VERSION_SQL: &str = "SELECT version FROM directory_versions WHERE tenant = ?";
+
+/// Tenants kept at most; past this the cache starts over, and each tenant's
+/// next notice reads its people again.
+const MAX_TENANTS: usize = 1024;
+
+/// A tenant's people with an address, as read at a directory version
+/// (`None`: a tenant whose principals have not changed since migration 0029).
+struct Kept {
+    version: Option<i64>,
+    people: Arc<[Principal]>,
+}
+
+/// One writer's people to notify, by exact tenant name.
+#[derive(Default)]
+pub struct DirectoryCache {
+    tenants: Mutex<HashMap<String, Kept>>,
+}
+
+impl DirectoryCache {
+    fn get(&self, tenant: &str, version: Option<i64>) -> Option<Arc<[Principal]>> {
+        let tenants = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
+        tenants
+            .get(tenant)
+            .filter(|kept| kept.version == version)
+            .map(|kept| kept.people.clone())
+    }
+
+    fn put(&self, tenant: &str, version: Option<i64>, people: Arc<[Principal]>) {
+        let mut tenants = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
+        if tenants.len() >= MAX_TENANTS && !tenants.contains_key(tenant) {
+            tenants.clear();
+        }
+        tenants.insert(tenant.to_string(), Kept { version, people });
+    }
+}
+
+/// The tenant's principals that have an email address, in id order: from
+/// the writer's cache when the tenant's directory has not changed since.
+pub(crate) fn load_directory(conn: &WriteConn, tenant: &str) -> Result<Arc<[Principal]>> {
+    // The version before the people: read after it, they are as new or newer
+    // (PostgreSQL's statements each see the latest commits), so an entry can
+    // be tagged older than its people, and is then read again, never newer.
+    let version: Option<i64> = conn.query_scalar(DIRECTORY_VERSION_SQL, args![tenant])?;
+    let cache = conn.directory_cache();
+    if let Some(people) = cache.get(tenant, version) {
+        return Ok(people);
+    }
+    let people: Arc<[Principal]> = super::rows::read_directory(conn, tenant)?.into();
+    cache.put(tenant, version, people.clone());
+    Ok(people)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn person(id: &str) -> Principal {
+        Principal {
+            id: id.into(),
+            tenant: "t".into(),
+            name: id.into(),
+            email: Some(format!("{id}@example.com")),
+            groups: vec![],
+            roles: vec![],
+            is_override: false,
+        }
+    }
+
+    #[test]
+    fn an_entry_serves_only_its_tenant_at_its_version() {
+        let cache = DirectoryCache::default();
+        cache.put("acme", Some(7), vec![person("ann")].into());
+        assert_eq!(cache.get("acme", Some(7)).expect("kept")[0].id, "ann");
+        assert!(
+            cache.get("acme", Some(8)).is_none(),
+            "a moved version reads again"
+        );
+        assert!(cache.get("acme", None).is_none());
+        assert!(
+            cache.get("acmf", Some(7)).is_none(),
+            "one character apart is another tenant"
+        );
+        cache.put("acme", Some(8), vec![person("bob")].into());
+        assert_eq!(cache.get("acme", Some(8)).expect("kept")[0].id, "bob");
+        assert!(cache.get("acme", Some(7)).is_none(), "the old version is gone");
+    }
+
+    /// A version a rolled-back command saw never serves a later directory
+    /// (with versions counted, `bob`'s rolled-back row would come back once
+    /// `cat`'s change brought the count to the same number).
+    #[tokio::test]
+    async fn a_rolled_back_change_is_never_served() {
+        use crate::error::EngineError;
+        use crate::store::directory::upsert_principal;
+        let dir = tempfile::tempdir().unwrap();
+        let url = crate::store::testing::database_url(&dir.path().join("d.db"))
+            .await
+            .unwrap();
+        let store = super::super::Store::open(&url, crate::store::Durability::Full)
+            .await
+            .unwrap();
+        let ids = |people: Arc<[Principal]>| people.iter().map(|p| p.id.clone()).collect::<Vec<_>>();
+        store
+            .write(|conn| upsert_principal(conn, &person("ann")))
+            .await
+            .unwrap();
+        let kept = store.write(|conn| load_directory(conn, "t")).await.unwrap();
+        assert_eq!(ids(kept), ["ann"]);
+        let failed = store
+            .write(move |conn| {
+                upsert_principal(conn, &person("bob"))?;
+                assert_eq!(ids(load_directory(conn, "t")?), ["ann", "bob"]);
+                Err::<(), _>(EngineError::Storage("rolled back".into()))
+            })
+            .await;
+        assert!(failed.is_err());
+        store
+            .write(|conn| upsert_principal(conn, &person("cat")))
+            .await
+            .unwrap();
+        assert_eq!(
+            ids(store.write(|conn| load_directory(conn, "t")).await.unwrap()),
+            ["ann", "cat"]
+        );
+    }
+
+    #[test]
+    fn a_full_cache_starts_over() {
+        let cache = DirectoryCache::default();
+        for i in 0..MAX_TENANTS {
+            cache.put(&format!("t{i}"), None, vec![].into());
+        }
+        cache.put("t0", Some(1), vec![].into());
+        assert!(
+            cache.get("t1", None).is_some(),
+            "a kept tenant's update keeps the rest"
+        );
+        cache.put("new", None, vec![].into());
+        assert!(cache.get("t1", None).is_none());
+        assert!(cache.get("new", None).is_some());
+    }
+}

@@ -1,0 +1,142 @@
+//! Engine tests of who is mailed about a new interrupt while the writer keeps
+//! each tenant's people in memory (`store::directory_cache`): every change to
+//! the directory reaches the next interrupt's mail, whichever instance makes
+//! it, and a tenant never gets another's people. Against a real database
+//! (SQLite, or PostgreSQL with `TOLLGATE_TEST_POSTGRES`).
+
+mod common;
+
+use common::{add, person};
+use serde_json::json;
+use tollgate::auth::Scope;
+use tollgate::{Actor, CreateRun, Engine, RunId};
+
+const WORKFLOW: &str = "finance-gate";
+
+/// The workflow every tenant may run, and `svc`, acme's service principal.
+async fn register(engine: &Engine) {
+    add(engine, [person("svc", "acme", &[], &[], false)]).await;
+    engine
+        .register_workflow(json!({
+            "id": WORKFLOW, "name": WORKFLOW, "version": "1.0.0",
+            "nodes": [{"id": "gate", "typeId": "core.approvalGate", "name": "Gate",
+                "config": {"title": "Claim", "actions": ["accept", "reject"],
+                           "approverGroupRefs": ["finance"]}}],
+            "edges": []
+        }))
+        .await
+        .unwrap();
+}
+
+/// Starts a run of `tenant` as its `svc`; the run waits at its gate.
+async fn start(engine: &Engine, tenant: &str, svc: &str) -> RunId {
+    let svc = engine.principal(svc).await.unwrap().unwrap();
+    assert_eq!(svc.tenant, tenant);
+    let actor = Actor::api_key(svc, vec![Scope::RunsCreate]);
+    let req: CreateRun = serde_json::from_value(json!({"workflowId": WORKFLOW})).unwrap();
+    engine
+        .create_run(req, &actor, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap()
+        .run_id
+}
+
+/// Who was mailed about `run`, sorted.
+async fn mailed(engine: &Engine, run: &RunId) -> Vec<String> {
+    let mut to: Vec<String> = engine
+        .outbox_recent(1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.run_id == run.as_str())
+        .map(|m| m.recipient)
+        .collect();
+    to.sort();
+    to
+}
+
+#[tokio::test]
+async fn every_directory_change_reaches_the_next_interrupts_mail() {
+    let t = common::engine().await;
+    let (a, b) = (&t.engine, t.open_again().await);
+    register(a).await;
+    add(a, [person("ann", "acme", &["finance"], &[], true)]).await;
+    let first = start(a, "acme", "svc").await;
+    assert_eq!(mailed(a, &first).await, ["ann"]);
+
+    // Another instance adds a person: the first one's next interrupt sees them.
+    add(&b, [person("bob", "acme", &["finance"], &[], true)]).await;
+    let run = start(a, "acme", "svc").await;
+    assert_eq!(mailed(a, &run).await, ["ann", "bob"]);
+
+    // ... moves one out of the group,
+    add(&b, [person("ann", "acme", &["legal"], &[], true)]).await;
+    let run = start(a, "acme", "svc").await;
+    assert_eq!(mailed(a, &run).await, ["bob"]);
+
+    // ... takes an address away and gives one,
+    add(
+        &b,
+        [
+            person("bob", "acme", &["finance"], &[], false),
+            person("cat", "acme", &["finance"], &[], true),
+        ],
+    )
+    .await;
+    let run = start(a, "acme", "svc").await;
+    assert_eq!(mailed(a, &run).await, ["cat"]);
+
+    // ... removes a person.
+    b.remove_principal("cat").await.unwrap();
+    let run = start(a, "acme", "svc").await;
+    assert!(mailed(a, &run).await.is_empty());
+
+    // An unchanged directory mails as before (the kept people).
+    add(a, [person("dan", "acme", &["finance"], &[], true)]).await;
+    for _ in 0..2 {
+        let run = start(a, "acme", "svc").await;
+        assert_eq!(mailed(a, &run).await, ["dan"]);
+    }
+}
+
+#[tokio::test]
+async fn a_tenant_never_gets_anothers_people() {
+    let t = common::engine().await;
+    let engine = &t.engine;
+    register(engine).await;
+    // `svc` is acme's; acmf's service principal has its own id.
+    add(engine, [person("svc-f", "acmf", &[], &[], false)]).await;
+    add(
+        engine,
+        [
+            person("ann", "acme", &["finance"], &[], true),
+            person("fay", "acmf", &["finance"], &[], true),
+        ],
+    )
+    .await;
+    // Both tenants' people are kept.
+    let acme = start(engine, "acme", "svc").await;
+    let acmf = start(engine, "acmf", "svc-f").await;
+    assert_eq!(mailed(engine, &acme).await, ["ann"]);
+    assert_eq!(mailed(engine, &acmf).await, ["fay"]);
+
+    // A change in acmf leaves acme's mail alone, and the other way round.
+    add(engine, [person("gus", "acmf", &["finance"], &[], true)]).await;
+    assert_eq!(mailed(engine, &start(engine, "acme", "svc").await).await, ["ann"]);
+    assert_eq!(
+        mailed(engine, &start(engine, "acmf", "svc-f").await).await,
+        ["fay", "gus"]
+    );
+
+    // A person moved to another tenant leaves the first one's mail.
+    add(engine, [person("ann", "acmf", &["finance"], &[], true)]).await;
+    assert!(mailed(engine, &start(engine, "acme", "svc").await)
+        .await
+        .is_empty());
+    assert_eq!(
+        mailed(engine, &start(engine, "acmf", "svc-f").await).await,
+        ["ann", "fay", "gus"]
+    );
+}
