@@ -5,7 +5,8 @@
 # then resolves RESOLVES of them, each once, with wrk walking a file of their
 # resolve paths at each concurrency in CONCURRENCY (distinct runs per level).
 # Prints creates/s and resolves/s, p50/p99 (wrk's), the server's CPU per
-# request (user + system from /proc/PID/stat, and its writer threads' share),
+# request (its threads' time on a CPU from /proc/PID/task/*/schedstat, and
+# its writer threads' share),
 # wrk's own CPU per request (the generator's share: it must not be the
 # bottleneck) and the bytes the server wrote to files per request
 # (/proc/PID/io write_bytes).
@@ -15,12 +16,22 @@
 #   CONCURRENCY="16 64"         wrk connections (1 wrk thread: far from the bottleneck)
 #   CREATE_CONCURRENCY="16"     the same for the create phase: with several
 #                               levels each creates its share of the runs
-#   RESOLVES=N                  resolves per concurrency level (default
-#                               min(10000, pending runs / number of levels))
+#   RESOLVES=N                  resolves per concurrency level and round
+#                               (default min(10000, pending runs / (levels
+#                               × rounds)))
+#   ROUNDS=N                    resolve phases per level (default 1), the
+#                               levels taking turns, each with runs of its
+#                               own: many short phases on one large store to
+#                               set beside as many small stores (scripts/flat-cost.sh)
 #   PENDING=N                   a store shaped like production: only the N
 #                               newest runs stay pending, the older ones are
 #                               resolved first (the "settle" phase, C=16);
 #                               the measured resolves are among the N
+#   PEOPLE=N                    N people with an address in the tenant, every
+#                               200th in the group "finance", and runs of a
+#                               gate that group decides
+#                               (scripts/wrk/workflows): a create then reads
+#                               the directory and mails the group
 #   DATABASE=sqlite|postgres    a fresh file, or a fresh database on the
 #                               private server of scripts/pg.sh
 #   DURABILITY=full|relaxed     full: synchronous=FULL / synchronous_commit=on
@@ -41,27 +52,35 @@ source scripts/env.sh
 STORED=${STORED:-2000 20000 200000}
 CONCURRENCY=${CONCURRENCY:-16 64}
 CREATE_CONCURRENCY=${CREATE_CONCURRENCY:-16}
+ROUNDS=${ROUNDS:-1}
+PEOPLE=${PEOPLE:-0}
+if [ "$PEOPLE" -gt 0 ]; then workflow=load-approval-by-group; else workflow=conformance-approval; fi
 DURABILITY=${DURABILITY:-full}
 DATABASE=${DATABASE:-sqlite}
 BIN=${SERVER_BIN:-target/release/tollgate}
 THREADS=1
 KEY=load-test-key-0123456789
+# Who resolves: the runs' owner may not decide a gate a group decides.
+APPROVER_KEY=load-approver-key-0123456789
 command -v wrk >/dev/null || { echo "wrk is not installed (scripts/setup.sh)" >&2; exit 2; }
 [ -n "${SERVER_BIN:-}" ] || cargo build --release -q -p tollgate-server --bin tollgate
 
 # Bytes a process has written to files (into the page cache: the WAL, the
 # database at checkpoints); unlike CPU time, the host's noise does not move it.
 written() { awk '/^write_bytes:/ { print $2 }' "/proc/$1/io"; }
-# CPU ticks (user + system, 1/100 s) of a process, and of its writer threads.
+# CPU time of a process in ticks (user + system, 1/100 s; threads that exited
+# included), and of which in the kernel (the WAL's writes and fsyncs, sockets).
 ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
-# Of which in the kernel (system time: the WAL's writes and fsyncs, sockets).
 system_ticks() { awk '{sub(/.*\) /, ""); print $13}' "/proc/$1/stat"; }
-writer_ticks() {
-  local sum=0 t
+# CPU time in nanoseconds of a process's live threads, or of its writer
+# threads (`tollgate-writer`, `tollgate-pg-writer-N`): a tick is 10 ms, a
+# tenth of a short phase's CPU, so the per-request figures use these.
+cpu_ns() {
+  local pattern=${2:-.*} t sum=0
   for t in /proc/"$1"/task/*; do
-    case "$(cat "$t/comm" 2>/dev/null)" in
-      tollgate-writer|tollgate-pg-wri*) sum=$((sum + $(awk '{sub(/.*\) /, ""); print $12 + $13}' "$t/stat"))) ;;
-    esac
+    if [[ "$(cat "$t/comm" 2>/dev/null)" =~ ^($pattern)$ ]]; then
+      sum=$((sum + $(cut -d' ' -f1 "$t/schedstat" 2>/dev/null || echo 0)))
+    fi
   done
   echo "$sum"
 }
@@ -70,10 +89,12 @@ writer_ticks() {
 # kernel_share written/req failed answered".
 drive() {
   local lua=$1 n=$2 c=$3 out=$4
-  local s0 k0 w0 b0 s1 k1 w1 b1 line
-  s0=$(ticks "$pid"); k0=$(system_ticks "$pid"); w0=$(writer_ticks "$pid"); b0=$(written "$pid")
+  local s0 t0 k0 w0 b0 s1 t1 k1 w1 b1 line
+  s0=$(cpu_ns "$pid"); t0=$(ticks "$pid"); k0=$(system_ticks "$pid"); w0=$(cpu_ns "$pid" 'tollgate-writer|tollgate-pg-wri.*'); b0=$(written "$pid")
   rm -f "$dir"/done.*
-  WRK_C=$c WRK_THREADS=$THREADS WRK_KEY=$KEY WRK_N=$n WRK_FILE="$dir/sample" WRK_OUT="$out" WRK_DONE="$dir/done" \
+  local key=$KEY
+  [ "$lua" = create.lua ] || [ "$PEOPLE" -eq 0 ] || key=$APPROVER_KEY
+  WRK_WORKFLOW=$workflow WRK_C=$c WRK_THREADS=$THREADS WRK_KEY=$key WRK_N=$n WRK_FILE="$dir/sample" WRK_OUT="$out" WRK_DONE="$dir/done" \
     wrk -t"$THREADS" -c"$c" -d3600s -T60s -s "scripts/wrk/$lua" "$url" > "$dir/wrk.out" &
   local wrk_pid=$! client
   # wrk runs for its whole -d unless interrupted: stop it when each thread is done
@@ -81,11 +102,13 @@ drive() {
   until [ "$(ls "$dir"/done.* 2>/dev/null | wc -l)" -ge "$THREADS" ]; do sleep 0.1; done
   client=$(ticks "$wrk_pid")
   kill -INT "$wrk_pid"; wait "$wrk_pid" || true
-  s1=$(ticks "$pid"); k1=$(system_ticks "$pid"); w1=$(writer_ticks "$pid"); b1=$(written "$pid")
+  s1=$(cpu_ns "$pid"); t1=$(ticks "$pid"); k1=$(system_ticks "$pid"); w1=$(cpu_ns "$pid" 'tollgate-writer|tollgate-pg-wri.*'); b1=$(written "$pid")
   line=$(grep '^WRK ' "$dir/wrk.out") || { cat "$dir/wrk.out" >&2; exit 1; }
   eval "$(echo "$line" | sed 's/^WRK //')"
-  awk -v n="$answered" -v d="$duration_us" -v p50="$p50_us" -v p99="$p99_us" -v s=$((s1 - s0)) -v w=$((w1 - w0)) -v k=$((k1 - k0)) -v b=$((b1 - b0)) -v f="$failed" -v c="$client" \
-    'BEGIN { printf "%8.0f/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %.3f ms/req (writer %.3f, kernel %.0f %%)  wrk %.3f ms/req  written %.1f KiB/req  failed %d  answered %d\n", n / (d / 1e6), p50 / 1e3, p99 / 1e3, s * 10 / n, w * 10 / n, s ? 100 * k / s : 0, c * 10 / n, b / 1024 / n, f, n }'
+  # A thread that exited during the phase takes its nanoseconds with it; the
+  # ticks keep them, so a gap of more than two ticks is reported.
+  awk -v n="$answered" -v d="$duration_us" -v p50="$p50_us" -v p99="$p99_us" -v s=$((s1 - s0)) -v t=$((t1 - t0)) -v w=$((w1 - w0)) -v k=$((k1 - k0)) -v b=$((b1 - b0)) -v f="$failed" -v c="$client" \
+    'BEGIN { printf "%8.0f/s  p50 %6.2f ms  p99 %6.2f ms  server CPU %.3f ms/req (writer %.3f, kernel %.0f %%)  wrk %.3f ms/req  written %.1f KiB/req  failed %d  answered %d%s\n", n / (d / 1e6), p50 / 1e3, p99 / 1e3, s / 1e6 / n, w / 1e6 / n, t ? 100 * k / t : 0, c * 10 / n, b / 1024 / n, f, n, (t * 1e7 - s > 2e7 ? sprintf("  (%d ms of CPU in threads that exited)", (t * 1e7 - s) / 1e6) : "") }'
 }
 
 dir=$(mktemp -d)
@@ -93,7 +116,7 @@ pid=
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
 levels=($CONCURRENCY)
 create_levels=($CREATE_CONCURRENCY)
-echo "server $BIN, $DATABASE, durability $DURABILITY${CACHE_MIB:+, writer cache $CACHE_MIB MiB}, wrk -t$THREADS, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "server $BIN, $DATABASE, durability $DURABILITY${CACHE_MIB:+, writer cache $CACHE_MIB MiB}, workflow $workflow, $PEOPLE people, wrk -t$THREADS, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for stored in $STORED; do
   case "$DATABASE" in
     sqlite) rm -f "$dir"/load.db*; db_url="sqlite://$dir/load.db" ;;
@@ -113,14 +136,25 @@ url = "$db_url"
 durability = "$DURABILITY"
 ${CACHE_MIB:+cache_mib = $CACHE_MIB}
 [workflows]
-dirs = ["$PWD/workflows/conformance"]
+dirs = ["$PWD/workflows/conformance", "$PWD/scripts/wrk/workflows"]
 [[principals]]
 id = "load"
 [[api_keys]]
 key = "$KEY"
 principal = "load"
 scopes = ["admin"]
+[[principals]]
+id = "approver"
+groups = ["finance"]
+[[api_keys]]
+key = "$APPROVER_KEY"
+principal = "approver"
+scopes = ["approvals:respond", "runs:read"]
 TOML
+  for n in $(seq "$PEOPLE"); do
+    printf '[[principals]]\nid = "person-%d"\nemail = "person-%d@example.com"\ngroups = [%s]\n' \
+      "$n" "$n" "$([ $((n % 200)) -eq 0 ] && echo '"finance"')" >> "$dir/load.toml"
+  done
   RUST_LOG=warn "$BIN" serve --config "$dir/load.toml" > "$dir/server.out" 2>&1 &
   pid=$!
   # (up to a minute: under valgrind a start takes a while)
@@ -147,16 +181,19 @@ TOML
     drive resolve.lua "$(wc -l < "$dir/sample")" 16 "$dir/unused"
   fi
   tail -n "$pending" "$dir/created" | shuf > "$dir/all"
-  share=$(( pending / ${#levels[@]} ))
+  share=$(( pending / (${#levels[@]} * ROUNDS) ))
   per=${RESOLVES:-$(( share < 10000 ? share : 10000 ))}
   i=0
-  for c in "${levels[@]}"; do
-    sed -n "$((i * per + 1)),$(((i + 1) * per))p" "$dir/all" > "$dir/sample"
-    i=$((i + 1))
-    printf '%-8s stored %-7s resolve C=%-3s ' "$DATABASE" "$stored" "$c"
-    if [ -n "${BEFORE_RESOLVE:-}" ] && [ "$i" -eq 1 ]; then SERVER_PID=$pid bash -c "$BEFORE_RESOLVE"; fi
-    if [ -n "${ON_RESOLVE:-}" ] && [ "$i" -eq 1 ]; then SERVER_PID=$pid SERVER_DB="$dir/load.db" bash -c "$ON_RESOLVE" & fi
-    drive resolve.lua "$(wc -l < "$dir/sample")" "$c" "$dir/unused"
+  for _ in $(seq "$ROUNDS"); do
+    for c in "${levels[@]}"; do
+      sed -n "$((i * per + 1)),$(((i + 1) * per))p" "$dir/all" > "$dir/sample"
+      i=$((i + 1))
+      [ -s "$dir/sample" ] || { echo "only $pending pending runs: too few for $ROUNDS rounds of $per" >&2; exit 2; }
+      printf '%-8s stored %-7s resolve C=%-3s ' "$DATABASE" "$stored" "$c"
+      if [ -n "${BEFORE_RESOLVE:-}" ] && [ "$i" -eq 1 ]; then SERVER_PID=$pid bash -c "$BEFORE_RESOLVE"; fi
+      if [ -n "${ON_RESOLVE:-}" ] && [ "$i" -eq 1 ]; then SERVER_PID=$pid SERVER_DB="$dir/load.db" bash -c "$ON_RESOLVE" & fi
+      drive resolve.lua "$(wc -l < "$dir/sample")" "$c" "$dir/unused"
+    done
   done
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
   if [ "$DATABASE" = postgres ] && [ -z "${KEEP:-}" ]; then
