@@ -6,9 +6,10 @@
 # resolves: SAMPLES fresh SMALL-run stores (half before the large ones, half
 # after, so the host's drift falls on both sides), and one store of each
 # LARGE size resolved in SAMPLES rounds (scripts/load-wrk.sh's ROUNDS). Prints
-# per size and level the median rate, server CPU and bytes written per
-# resolve with their quartiles, and the ratios of the medians to SMALL's with
-# a bootstrap 90 % interval. Every other setting (SERVER_BIN, DATABASE,
+# per size and level the median rate, server CPU, writer thread's CPU and
+# bytes written per resolve with their quartiles, and the ratios of the
+# medians to SMALL's with a bootstrap 90 % interval. SUMMARIZE=file prints
+# that for the output of an earlier sweep, running nothing. Every other setting (SERVER_BIN, DATABASE,
 # CONCURRENCY, PENDING, BEFORE_RESOLVE, TMPDIR for the store's directory)
 # passes through to scripts/load-wrk.sh.
 #
@@ -19,29 +20,34 @@ SMALL=${SMALL:-2000}
 LARGE=${LARGE:-200000 1000000}
 SAMPLES=${SAMPLES:-12}
 PER=${PER:-1000}
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-[ -n "${SERVER_BIN:-}" ] || { source scripts/env.sh; cargo build --release -q -p tollgate-server --bin tollgate; }
-export SERVER_BIN=${SERVER_BIN:-target/release/tollgate}
-
-small_stores() { STORED="$(for _ in $(seq "$1"); do printf '%s ' "$SMALL"; done)" RESOLVES=$PER ROUNDS=1 scripts/load-wrk.sh; }
-first=$((SAMPLES / 2))
-small_stores "$first" | tee -a "$log"
-for size in $LARGE; do
-  STORED=$size RESOLVES=$PER ROUNDS=$SAMPLES scripts/load-wrk.sh | tee -a "$log"
-done
-small_stores $((SAMPLES - first)) | tee -a "$log"
+if [ -n "${SUMMARIZE:-}" ]; then
+  log=$SUMMARIZE
+else
+  log=$(mktemp)
+  trap 'rm -f "$log"' EXIT
+  [ -n "${SERVER_BIN:-}" ] || { source scripts/env.sh; cargo build --release -q -p tollgate-server --bin tollgate; }
+  export SERVER_BIN=${SERVER_BIN:-target/release/tollgate}
+  small_stores() { STORED="$(for _ in $(seq "$1"); do printf '%s ' "$SMALL"; done)" RESOLVES=$PER ROUNDS=1 scripts/load-wrk.sh; }
+  first=$((SAMPLES / 2))
+  small_stores "$first" | tee -a "$log"
+  for size in $LARGE; do
+    STORED=$size RESOLVES=$PER ROUNDS=$SAMPLES scripts/load-wrk.sh | tee -a "$log"
+  done
+  small_stores $((SAMPLES - first)) | tee -a "$log"
+fi
 
 python3 - "$log" "$SMALL" <<'PY'
 import random, re, statistics, sys
 log, small = sys.argv[1], int(sys.argv[2])
-line = re.compile(r"stored (\d+)\s+resolve C=(\d+)\s+(\d+)/s .*server CPU ([\d.]+) ms/req .*written ([\d.]+) KiB/req")
+line = re.compile(
+    r"stored (\d+)\s+resolve C=(\d+)\s+(\d+)/s .*server CPU ([\d.]+) ms/req \(writer ([\d.]+),.*written ([\d.]+) KiB/req"
+)
 phases = {}
 for text in open(log):
     m = line.search(text)
     if m:
-        stored, c, rate, cpu, kib = int(m[1]), int(m[2]), float(m[3]), float(m[4]), float(m[5])
-        phases.setdefault((stored, c), []).append((rate, cpu, kib))
+        stored, c = int(m[1]), int(m[2])
+        phases.setdefault((stored, c), []).append(tuple(float(m[i]) for i in (3, 4, 5, 6)))
 
 def quartiles(xs):
     q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
@@ -56,20 +62,20 @@ def interval(large, base, rng):
     return ratios[100], ratios[1899]
 
 rng = random.Random(17)
+names = ["resolves/s", "server CPU ms", "writer CPU ms", "KiB written"]
 print()
-print("size      C    n  resolves/s median (quartiles)   CPU ms/resolve median (quartiles)  KiB/resolve  vs %d: rate [90 %%]         CPU [90 %%]" % small)
 for (stored, c) in sorted(phases):
     ps = phases[(stored, c)]
-    rates, cpus, kibs = [p[0] for p in ps], [p[1] for p in ps], [p[2] for p in ps]
-    r, u, k = quartiles(rates), quartiles(cpus), quartiles(kibs)
-    row = "%-9d %-4d %-3d %7.0f (%6.0f–%6.0f)        %.3f (%.3f–%.3f)             %6.1f" % (
-        stored, c, len(ps), r[1], r[0], r[2], u[1], u[0], u[2], k[1])
     base = phases.get((small, c))
-    if stored != small and base:
-        b_rates, b_cpus = [p[0] for p in base], [p[1] for p in base]
-        lo, hi = interval(rates, b_rates, rng)
-        clo, chi = interval(cpus, b_cpus, rng)
-        row += "       %.2f× [%.2f–%.2f]   %.2f× [%.2f–%.2f]" % (
-            r[1] / statistics.median(b_rates), lo, hi, u[1] / statistics.median(b_cpus), clo, chi)
-    print(row)
+    print("%d stored runs, C=%d, %d phases" % (stored, c, len(ps)))
+    for i, name in enumerate(names):
+        xs = [p[i] for p in ps]
+        lo, mid, hi = quartiles(xs)
+        fmt = "%.0f" if i == 0 else "%.3f" if i < 3 else "%.1f"
+        row = ("  %-14s median " + fmt + " (quartiles " + fmt + "–" + fmt + ")") % (name, mid, lo, hi)
+        if stored != small and base and statistics.median([p[i] for p in base]) > 0:
+            b = [p[i] for p in base]
+            blo, bhi = interval(xs, b, rng)
+            row += "   %.2f× the %d-run median [90 %%: %.2f–%.2f]" % (mid / statistics.median(b), small, blo, bhi)
+        print(row)
 PY

@@ -33,7 +33,9 @@ STORED=$STORED CONCURRENCY=${CONCURRENCY:-16} RESOLVES=${RESOLVES:-1000} SERVER_
   BEFORE_CREATE='callgrind_control -d "$SERVER_PID" >/dev/null 2>&1' \
   BEFORE_RESOLVE='callgrind_control -d "$SERVER_PID" >/dev/null 2>&1' \
   scripts/load-wrk.sh | tee "$out/load.out"
-created=$(awk '/ create / { print $NF }' "$out/load.out")
-resolved=$(awk '/ resolve / { n += $NF } END { print n }' "$out/load.out")
+# (the count follows "answered"; a note on exited threads may follow it)
+answered() { awk -v phase="$1" '$0 ~ " " phase " " { for (i = 1; i < NF; i++) if ($i == "answered") n += $(i + 1) } END { print n + 0 }' "$out/load.out"; }
+created=$(answered create)
+resolved=$(answered resolve)
 python3 scripts/callgrind_totals.py "$out/cg" "$created" "$resolved"
 if [ -n "${DUMPS:-}" ]; then mkdir -p "$DUMPS"; cp "$out"/cg* "$DUMPS"/; fi
