@@ -164,20 +164,11 @@ async fn a_delegate_votes_in_the_delegators_seat_and_quorum_counts_seats() {
     // A deciding vote by a delegate is marked on the event; the delegate is
     // mailed about new requests with the delegator, but not about their own.
     let run = start_as(e, "owner", "pair").await;
-    let mailed = |run: RunId| async move {
-        let mut to: Vec<String> = e
-            .outbox_recent(100)
-            .await
-            .unwrap()
-            .into_iter()
-            .filter(|m| m.run_id == run.as_str())
-            .map(|m| m.recipient)
-            .collect();
-        to.sort();
-        to
-    };
-    assert_eq!(mailed(run.clone()).await, ["ann", "bob", "dan"]);
-    assert_eq!(mailed(start_as(e, "dan", "pair").await).await, ["ann", "bob"]);
+    assert_eq!(common::mailed(e, &run).await, ["ann", "bob", "dan"]);
+    assert_eq!(
+        common::mailed(e, &start_as(e, "dan", "pair").await).await,
+        ["ann", "bob"]
+    );
     vote(e, "bob", &run, "accept").await.unwrap();
     assert_eq!(vote(e, "dan", &run, "accept").await.unwrap(), "completed");
     let timeline = e.run_timeline(&session(e, "root").await, &run).await.unwrap();

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{add, person};
+use common::{add, mailed, person};
 use serde_json::json;
 use tollgate::auth::Scope;
 use tollgate::{Actor, CreateRun, Engine, RunId};
@@ -41,20 +41,6 @@ async fn start(engine: &Engine, tenant: &str, svc: &str) -> RunId {
         .result
         .unwrap()
         .run_id
-}
-
-/// Who was mailed about `run`, sorted.
-async fn mailed(engine: &Engine, run: &RunId) -> Vec<String> {
-    let mut to: Vec<String> = engine
-        .outbox_recent(1000)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|m| m.run_id == run.as_str())
-        .map(|m| m.recipient)
-        .collect();
-    to.sort();
-    to
 }
 
 #[tokio::test]

@@ -3,6 +3,8 @@
 //! as the owner, and no decision link mailed to them. Against a real database
 //! (SQLite, or PostgreSQL with `TOLLGATE_TEST_POSTGRES`).
 
+mod common;
+
 use serde_json::{json, Value};
 use std::sync::Arc;
 use tollgate::auth::Scope;
@@ -101,17 +103,7 @@ impl World {
 
     /// Who was queued a mail about `run`.
     async fn mailed(&self, run: &RunId) -> Vec<String> {
-        let mut to: Vec<String> = self
-            .engine
-            .outbox_recent(100)
-            .await
-            .unwrap()
-            .into_iter()
-            .filter(|m| m.run_id == run.as_str())
-            .map(|m| m.recipient)
-            .collect();
-        to.sort();
-        to
+        common::mailed(&self.engine, run).await
     }
 }
 

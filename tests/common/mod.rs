@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use tollgate::{Engine, EngineOptions, ManualClock, Principal};
+use tollgate::{Engine, EngineOptions, ManualClock, Principal, RunId};
 
 /// The tests' "now" at the start (an instant in 2027).
 pub const T0: i64 = 1_800_000_000_000;
@@ -63,4 +63,18 @@ pub async fn add(engine: &Engine, people: impl IntoIterator<Item = Principal>) {
     for p in people {
         engine.upsert_principal(p).await.unwrap();
     }
+}
+
+/// Who was queued a mail about `run` (of the latest 1,000), sorted.
+pub async fn mailed(engine: &Engine, run: &RunId) -> Vec<String> {
+    let mut to: Vec<String> = engine
+        .outbox_recent(1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.run_id == run.as_str())
+        .map(|m| m.recipient)
+        .collect();
+    to.sort();
+    to
 }
