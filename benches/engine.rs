@@ -1,6 +1,9 @@
 //! Engine hot paths on a real database (durability FULL): create a run that
 //! suspends at an approval gate, and resolve it, alone and with 16
-//! concurrent callers (where group commit shares one fsync).
+//! concurrent callers (where group commit shares one fsync). The group
+//! `directory` does it in a tenant of `BENCH_PEOPLE` people (1,000): a
+//! create that tells a group of them, and who may still vote as an
+//! approval's page names them.
 //!
 //! A SQLite file by default; with `TOLLGATE_TEST_POSTGRES` set to a server
 //! URL (`scripts/pg.sh start`), a fresh database of that PostgreSQL server.
@@ -164,5 +167,66 @@ fn engine_paths(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, engine_paths);
+/// A tenant of `n` people with an address, every 200th in `finance`, and a
+/// gate that group decides; the bench principal starts runs.
+fn setup_people(n: usize) -> Bench {
+    let b = setup();
+    b.rt.block_on(async {
+        for i in 0..n {
+            let p = Principal {
+                id: format!("person-{i}"),
+                tenant: "bench".into(),
+                name: format!("Person {i}"),
+                email: Some(format!("person-{i}@example.com")),
+                groups: if i % 200 == 0 { vec!["finance".into()] } else { vec![] },
+                roles: vec![],
+                is_override: false,
+            };
+            b.engine.upsert_principal(p).await.unwrap();
+        }
+        b.engine
+            .register_workflow(json!({"id": "by-group", "nodes": [{"id": "gate", "typeId": "core.approvalGate",
+                "config": {"title": "Bench", "actions": ["accept", "reject"], "approverGroupRefs": ["finance"],
+                           "requiredApprovals": 2}}]}))
+            .await
+            .unwrap();
+    });
+    b
+}
+
+fn directory_paths(c: &mut Criterion) {
+    let people = std::env::var("BENCH_PEOPLE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let b = setup_people(people);
+    let mut g = c.benchmark_group("directory");
+    g.sample_size(20).measurement_time(Duration::from_secs(8));
+    let start = |b: &Bench| {
+        let req = CreateRun {
+            workflow_id: "by-group".into(),
+            ..Default::default()
+        };
+        b.rt.block_on(b.engine.create_run(req, &b.actor, None))
+            .unwrap()
+            .result
+            .unwrap()
+            .run_id
+    };
+    g.bench_function(format!("create_run_{people}_people"), |bench| {
+        bench.iter(|| start(&b))
+    });
+    let run = start(&b);
+    g.bench_function(format!("may_still_vote_{people}_people"), |bench| {
+        bench.iter(|| {
+            let still =
+                b.rt.block_on(b.engine.may_still_vote(&run, "gate", &b.actor))
+                    .unwrap();
+            assert_eq!(still.len(), people.div_ceil(200));
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, engine_paths, directory_paths);
 criterion_main!(benches);

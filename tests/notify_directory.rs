@@ -1,8 +1,10 @@
-//! Engine tests of who is mailed about a new interrupt while the writer keeps
-//! each tenant's people in memory (`store::directory_cache`): every change to
-//! the directory reaches the next interrupt's mail, whichever instance makes
-//! it, and a tenant never gets another's people. Against a real database
-//! (SQLite, or PostgreSQL with `TOLLGATE_TEST_POSTGRES`).
+//! Engine tests of who is told and named about an interrupt, read from a
+//! tenant's whole directory: who is mailed about a new interrupt while the
+//! writer keeps each tenant's people in memory (`store::directory_cache`):
+//! every change to the directory reaches the next interrupt's mail,
+//! whichever instance makes it, and a tenant never gets another's people;
+//! and who an approval's page names as still able to vote. Against a real
+//! database (SQLite, or PostgreSQL with `TOLLGATE_TEST_POSTGRES`).
 
 mod common;
 
@@ -124,5 +126,97 @@ async fn a_tenant_never_gets_anothers_people() {
     assert_eq!(
         mailed(engine, &start(engine, "acmf", "svc-f").await).await,
         ["ann", "fay", "gus"]
+    );
+}
+
+/// Who the console's page of an approval names as still able to vote: the
+/// run's tenant's principals the gate admits who hold `approvals:respond`
+/// (every person; a service principal through a live key that grants it)
+/// and have not voted, by name; never the requester where self-approval is
+/// refused, never another tenant's people.
+#[tokio::test]
+async fn who_may_still_vote_on_a_page() {
+    use tollgate::auth::Scope;
+    let t = common::engine().await;
+    let e = &t.engine;
+    e.register_workflow(json!({
+        "id": "pair", "name": "pair", "version": "1.0.0",
+        "nodes": [{"id": "gate", "typeId": "core.approvalGate", "name": "Gate",
+            "config": {"title": "Claim", "actions": ["accept", "reject"],
+                       "approverGroupRefs": ["finance"], "requiredApprovals": 2}}],
+        "edges": []
+    }))
+    .await
+    .unwrap();
+    let named = |id: &str, name: &str, groups: &[&str], email: bool| {
+        let mut p = person(id, "acme", groups, &[], email);
+        p.name = name.into();
+        p
+    };
+    add(
+        e,
+        [
+            named("owner", "Olga", &["finance"], true),
+            named("ann", "Zoe Ann", &["finance"], true),
+            named("bob", "Bob", &["legal"], true),
+            named("dan", "Dan", &["finance"], true),
+            named("svc-r", "A robot", &["finance"], false),
+            named("svc-n", "B robot", &["finance"], false),
+            named("svc-x", "C robot", &["finance"], false),
+            person("fay", "acmf", &["finance"], &[], true),
+        ],
+    )
+    .await;
+    e.put_api_key(
+        "key-r-0123456789abcdef",
+        "svc-r",
+        &[Scope::ApprovalsRespond],
+        None,
+    )
+    .await
+    .unwrap();
+    e.put_api_key("key-n-0123456789abcdef", "svc-n", &[Scope::RunsRead], None)
+        .await
+        .unwrap();
+    // A revoked key grants nothing.
+    e.put_api_key("key-x-0123456789abcdef", "svc-x", &[Scope::Admin], None)
+        .await
+        .unwrap();
+    let id = &tollgate::auth::hash_key("key-x-0123456789abcdef")[..12];
+    e.operator_revoke_api_key(id).await.unwrap();
+
+    let owner = Actor::api_key(
+        e.principal("owner").await.unwrap().unwrap(),
+        vec![Scope::RunsCreate, Scope::RunsRead],
+    );
+    let req: CreateRun = serde_json::from_value(json!({"workflowId": "pair"})).unwrap();
+    let run = e
+        .create_run(req, &owner, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap()
+        .run_id;
+    let dan = Actor::api_key(
+        e.principal("dan").await.unwrap().unwrap(),
+        vec![Scope::ApprovalsRespond],
+    );
+    e.resolve(&run, "gate", json!({"action": "accept"}), &dan, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+
+    let still = e.may_still_vote(&run, "gate", &owner).await.unwrap();
+    let named: Vec<(&str, &str, &str)> = still
+        .iter()
+        .map(|v| (v.id.as_str(), v.name.as_str(), v.eligible_via.as_str()))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("svc-r", "A robot", "group:finance"),
+            ("ann", "Zoe Ann", "group:finance")
+        ]
     );
 }

@@ -292,14 +292,12 @@ impl Engine {
     /// address, by id.
     pub async fn colleagues(&self, actor: &Actor) -> Result<Vec<(String, String)>> {
         actor.require(Scope::ApprovalsRespond)?;
-        let rows = self.inner.store.tenant_principals(actor.tenant()).await?;
-        Ok(rows
+        Ok(self
+            .persons_of(actor.tenant())
+            .await?
             .into_iter()
-            .filter(|(id, _, email, _, _, _, hash)| {
-                *id != actor.principal.id
-                    && (hash.is_some() || email.as_deref().is_some_and(|e| !e.is_empty()))
-            })
-            .map(|(id, name, ..)| (id, name))
+            .filter(|p| p.id != actor.principal.id)
+            .map(|p| (p.id, p.name))
             .collect())
     }
 

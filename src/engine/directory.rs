@@ -55,6 +55,22 @@ impl Engine {
         self.inner.store.principal(id).await
     }
 
+    /// The persons of `tenant` (a console password or an email address;
+    /// service principals are not persons), by id.
+    pub(crate) async fn persons_of(&self, tenant: &str) -> Result<Vec<Principal>> {
+        let mut people: Vec<Principal> = self
+            .inner
+            .store
+            .tenant_voters(tenant)
+            .await?
+            .into_iter()
+            .filter(|(_, is_person, _)| *is_person)
+            .map(|(p, _, _)| p)
+            .collect();
+        people.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(people)
+    }
+
     /// Stores an API key (hashed) for a principal; the plain key is never stored.
     /// Storing a revoked key again does not revive it.
     pub async fn put_api_key(

@@ -651,25 +651,28 @@ impl Engine {
     }
 
     /// The people of the run's tenant who may vote on a pending approval and
-    /// have no counted vote yet.
+    /// have no counted vote yet, by name. Read in two statements whatever
+    /// the tenant's size: its principals, and their live keys.
     pub async fn may_still_vote(&self, run_id: &RunId, node_id: &str, actor: &Actor) -> Result<Vec<Voter>> {
         let view = self.inspect_interrupt(run_id, node_id, actor).await?;
         if view.status != InterruptStatus::Pending || view.kind != InterruptKind::Approval {
             return Ok(vec![]);
         }
         let (eligibility, _) = self.stored_rules(&view.interrupt_id).await?;
+        let rules: ApprovalRules = serde_json::from_str(&eligibility)
+            .map_err(|e| EngineError::Storage(format!("interrupts.eligibility: {e}")))?;
         let requesters = self.requesters_of(run_id).await?;
-        let ids = self.inner.store.principal_ids(actor.tenant()).await?;
         let mut out = Vec::new();
-        for id in ids {
-            if view.votes.iter().any(|v| v.counted && v.principal == id) {
+        for (p, is_person, keys) in self.inner.store.tenant_voters(actor.tenant()).await? {
+            if view.votes.iter().any(|v| v.counted && v.principal == p.id) {
                 continue;
             }
-            let Some(p) = self.principal(&id).await? else {
+            let holds = super::tokens::respond_held(is_person, &keys);
+            // `admits` first: the same rule, without a text for each refused.
+            if !(holds && rules.admits(&p, &requesters, holds)) {
                 continue;
-            };
-            let holds = self.holds_respond(&p.id).await?;
-            if let Ok(via) = eligible(view.kind, &eligibility, &requesters, &p, holds) {
+            }
+            if let Ok(via) = eligible_by(view.kind, Some(&rules), &requesters, &p, holds) {
                 out.push(Voter {
                     id: p.id,
                     name: p.name,

@@ -53,24 +53,8 @@ impl Engine {
         let interrupt = self.pending_interrupt(interrupt_id).await?;
         let requesters = self.requesters_of(&interrupt.run_id).await?;
         let tenant = ids::tenant_of(&interrupt.run_id).to_string();
-        let mut people = Vec::new();
-        for (id, name, email, groups, roles, o, password) in
-            self.inner.store.tenant_principals(&tenant).await?
-        {
-            // A person has a console password or an address (service principals are not named).
-            if password.is_none() && email.as_deref().unwrap_or_default().is_empty() {
-                continue;
-            }
-            people.push(crate::directory::principal_from_columns(
-                id,
-                tenant.clone(),
-                name,
-                email,
-                &groups,
-                &roles,
-                o != 0,
-            )?);
-        }
+        // Service principals are not named.
+        let people = self.persons_of(&tenant).await?;
         let original = interrupt.data_member("artifactData")?;
         let ballots: Vec<Ballot> = self
             .inner

@@ -334,16 +334,13 @@ impl Engine {
     /// only while it has a live API key with `approvals:respond` or `admin`.
     pub async fn holds_respond(&self, principal_id: &str) -> Result<bool> {
         match self.inner.store.is_person(principal_id).await? {
-            None => return Ok(false),
-            Some(true) => return Ok(true),
-            Some(false) => {}
+            None => Ok(false),
+            Some(true) => Ok(true),
+            Some(false) => Ok(respond_held(
+                false,
+                &self.inner.store.live_key_scopes(principal_id).await?,
+            )),
         }
-        let keys = self.inner.store.live_key_scopes(principal_id).await?;
-        Ok(keys.iter().any(|scopes| {
-            scopes
-                .iter()
-                .any(|s| matches!(s, Scope::ApprovalsRespond | Scope::Admin))
-        }))
     }
 
     /// Revokes one token (by its id); later use answers 409.
@@ -365,4 +362,16 @@ pub struct CallbackLink {
     pub intent: Intent,
     /// The principal the link acts as: the run's owner.
     pub recipient: String,
+}
+
+/// [`Engine::holds_respond`] on loaded rows: a person holds
+/// `approvals:respond`; anyone else through a live key (`live_keys`, the
+/// scopes of each) that grants it or `admin`.
+pub(crate) fn respond_held(is_person: bool, live_keys: &[Vec<Scope>]) -> bool {
+    is_person
+        || live_keys.iter().any(|scopes| {
+            scopes
+                .iter()
+                .any(|s| matches!(s, Scope::ApprovalsRespond | Scope::Admin))
+        })
 }

@@ -9,6 +9,17 @@ use crate::clock::Millis;
 use crate::directory::{principal_from_columns, Principal};
 use crate::error::{EngineError, Result};
 
+/// 1 for a person (a console password or an email address: they sign in,
+/// or receive links), 0 for a service principal.
+const IS_PERSON: &str = "CASE WHEN password_hash IS NOT NULL OR COALESCE(email, '') <> '' THEN 1 ELSE 0 END";
+
+// A principal's keys, and a tenant's, each by the index of keys by principal
+// (asserted on SQLite's plans in `store::sqlite`'s tests).
+pub(super) const LIVE_KEY_SCOPES_SQL: &str =
+    "SELECT scopes FROM api_keys WHERE principal = ? AND revoked_at IS NULL";
+pub(super) const TENANT_LIVE_KEYS_SQL: &str = "SELECT k.principal, k.scopes FROM api_keys k \
+     JOIN principals p ON p.id = k.principal WHERE p.tenant = ? AND k.revoked_at IS NULL";
+
 fn stored_scopes(column: &str, text: String) -> Result<Vec<Scope>> {
     auth::parse_scopes(&[text]).map_err(|e| EngineError::Storage(format!("{column}: {e}")))
 }
@@ -143,23 +154,55 @@ impl Store {
     /// Whether the principal is a person (has a console password or an
     /// email address); `None` when there is no such principal.
     pub(crate) async fn is_person(&self, id: &str) -> Result<Option<bool>> {
-        let person: Option<i64> = sqlx::query_scalar(&self.q(
-            "SELECT CASE WHEN password_hash IS NOT NULL OR COALESCE(email, '') <> '' THEN 1 ELSE 0 END FROM principals WHERE id = ?",
-        ))
-        .bind(id)
-        .fetch_optional(&self.read)
-        .await?;
+        let person: Option<i64> =
+            sqlx::query_scalar(&self.q(&format!("SELECT {IS_PERSON} FROM principals WHERE id = ?")))
+                .bind(id)
+                .fetch_optional(&self.read)
+                .await?;
         Ok(person.map(|p| p != 0))
+    }
+
+    /// A tenant's principals by name, each with whether they are a person
+    /// (as [`Store::is_person`] says) and the scopes of each of their live
+    /// keys (as [`Store::live_key_scopes`]): two statements, however many.
+    pub(crate) async fn tenant_voters(
+        &self,
+        tenant: &str,
+    ) -> Result<Vec<(Principal, bool, Vec<Vec<Scope>>)>> {
+        type Columns = (String, String, Option<String>, String, String, i64, i64);
+        let people: Vec<Columns> = sqlx::query_as(&self.q(&format!(
+            "SELECT id, name, email, groups, roles, is_override, {IS_PERSON} \
+             FROM principals WHERE tenant = ? ORDER BY name, id"
+        )))
+        .bind(tenant)
+        .fetch_all(&self.read)
+        .await?;
+        let live: Vec<(String, String)> = sqlx::query_as(&self.q(TENANT_LIVE_KEYS_SQL))
+            .bind(tenant)
+            .fetch_all(&self.read)
+            .await?;
+        let mut keys: std::collections::HashMap<String, Vec<Vec<Scope>>> = Default::default();
+        for (principal, scopes) in live {
+            keys.entry(principal)
+                .or_default()
+                .push(stored_scopes("api_keys.scopes", scopes)?);
+        }
+        people
+            .into_iter()
+            .map(|(id, name, email, groups, roles, o, is_person)| {
+                let live = keys.remove(&id).unwrap_or_default();
+                let p = principal_from_columns(id, tenant.to_string(), name, email, &groups, &roles, o != 0)?;
+                Ok((p, is_person != 0, live))
+            })
+            .collect()
     }
 
     /// The scopes of each of the principal's live keys.
     pub(crate) async fn live_key_scopes(&self, principal: &str) -> Result<Vec<Vec<Scope>>> {
-        let keys: Vec<String> = sqlx::query_scalar(
-            &self.q("SELECT scopes FROM api_keys WHERE principal = ? AND revoked_at IS NULL"),
-        )
-        .bind(principal)
-        .fetch_all(&self.read)
-        .await?;
+        let keys: Vec<String> = sqlx::query_scalar(&self.q(LIVE_KEY_SCOPES_SQL))
+            .bind(principal)
+            .fetch_all(&self.read)
+            .await?;
         keys.into_iter()
             .map(|k| stored_scopes("api_keys.scopes", k))
             .collect()

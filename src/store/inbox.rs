@@ -701,16 +701,6 @@ impl Store {
         .fetch_optional(&self.read)
         .await?)
     }
-
-    /// The ids of a tenant's principals, by name.
-    pub(crate) async fn principal_ids(&self, tenant: &str) -> Result<Vec<String>> {
-        Ok(
-            sqlx::query_scalar(&self.q("SELECT id FROM principals WHERE tenant = ? ORDER BY name, id"))
-                .bind(tenant)
-                .fetch_all(&self.read)
-                .await?,
-        )
-    }
 }
 
 #[cfg(test)]

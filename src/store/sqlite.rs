@@ -884,6 +884,18 @@ mod tests {
             );
             assert!(!reads_a_whole_table(&plan), "{sql} => {plan}");
         }
+        // A principal's keys, and a tenant's: by the keys' index, not a scan.
+        for sql in [
+            crate::store::directory::LIVE_KEY_SCOPES_SQL,
+            crate::store::directory::TENANT_LIVE_KEYS_SQL,
+        ] {
+            let plan = plan_any(&store, sql).await;
+            assert!(
+                plan.contains("USING INDEX api_keys_by_principal (principal=?)"),
+                "{sql} => {plan}"
+            );
+            assert!(!reads_a_whole_table(&plan), "{sql} => {plan}");
+        }
         // What a notice reads every time: one tenant's directory version.
         let sql = crate::store::directory_cache::DIRECTORY_VERSION_SQL;
         let plan = plan_any(&store, sql).await;
