@@ -61,7 +61,7 @@ impl Engine {
         let mut people: Vec<Principal> = self
             .inner
             .store
-            .tenant_voters(tenant)
+            .tenant_principals_with_keys(tenant)
             .await?
             .into_iter()
             .filter(|(_, is_person, _)| *is_person)

@@ -663,7 +663,12 @@ impl Engine {
             .map_err(|e| EngineError::Storage(format!("interrupts.eligibility: {e}")))?;
         let requesters = self.requesters_of(run_id).await?;
         let mut out = Vec::new();
-        for (p, is_person, keys) in self.inner.store.tenant_voters(actor.tenant()).await? {
+        for (p, is_person, keys) in self
+            .inner
+            .store
+            .tenant_principals_with_keys(actor.tenant())
+            .await?
+        {
             if view.votes.iter().any(|v| v.counted && v.principal == p.id) {
                 continue;
             }

@@ -165,7 +165,7 @@ impl Store {
     /// A tenant's principals by name, each with whether they are a person
     /// (as [`Store::is_person`] says) and the scopes of each of their live
     /// keys (as [`Store::live_key_scopes`]): two statements, however many.
-    pub(crate) async fn tenant_voters(
+    pub(crate) async fn tenant_principals_with_keys(
         &self,
         tenant: &str,
     ) -> Result<Vec<(Principal, bool, Vec<Vec<Scope>>)>> {
