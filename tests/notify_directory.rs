@@ -32,10 +32,15 @@ async fn register(engine: &Engine) {
 
 /// Starts a run of `tenant` as its `svc`; the run waits at its gate.
 async fn start(engine: &Engine, tenant: &str, svc: &str) -> RunId {
-    let svc = engine.principal(svc).await.unwrap().unwrap();
-    assert_eq!(svc.tenant, tenant);
-    let actor = Actor::api_key(svc, vec![Scope::RunsCreate]);
-    let req: CreateRun = serde_json::from_value(json!({"workflowId": WORKFLOW})).unwrap();
+    start_of(engine, tenant, svc, WORKFLOW).await
+}
+
+/// Starts a run of `workflow` as `owner` of `tenant`.
+async fn start_of(engine: &Engine, tenant: &str, owner: &str, workflow: &str) -> RunId {
+    let owner = engine.principal(owner).await.unwrap().unwrap();
+    assert_eq!(owner.tenant, tenant);
+    let actor = Actor::api_key(owner, vec![Scope::RunsCreate]);
+    let req: CreateRun = serde_json::from_value(json!({"workflowId": workflow})).unwrap();
     engine
         .create_run(req, &actor, None)
         .await
@@ -189,14 +194,7 @@ async fn who_may_still_vote_on_a_page() {
         e.principal("owner").await.unwrap().unwrap(),
         vec![Scope::RunsCreate, Scope::RunsRead],
     );
-    let req: CreateRun = serde_json::from_value(json!({"workflowId": "pair"})).unwrap();
-    let run = e
-        .create_run(req, &owner, None)
-        .await
-        .unwrap()
-        .result
-        .unwrap()
-        .run_id;
+    let run = start_of(e, "acme", "owner", "pair").await;
     let dan = Actor::api_key(
         e.principal("dan").await.unwrap().unwrap(),
         vec![Scope::ApprovalsRespond],

@@ -61,11 +61,11 @@ impl Engine {
         let mut people: Vec<Principal> = self
             .inner
             .store
-            .tenant_principals_with_keys(tenant)
+            .tenant_people(tenant)
             .await?
             .into_iter()
-            .filter(|(_, is_person, _)| *is_person)
-            .map(|(p, _, _)| p)
+            .filter(|(_, is_person)| *is_person)
+            .map(|(p, _)| p)
             .collect();
         people.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(people)

@@ -662,17 +662,15 @@ impl Engine {
         let rules: ApprovalRules = serde_json::from_str(&eligibility)
             .map_err(|e| EngineError::Storage(format!("interrupts.eligibility: {e}")))?;
         let requesters = self.requesters_of(run_id).await?;
+        let store = &self.inner.store;
+        let keys = store.tenant_live_keys(actor.tenant()).await?;
         let mut out = Vec::new();
-        for (p, is_person, keys) in self
-            .inner
-            .store
-            .tenant_principals_with_keys(actor.tenant())
-            .await?
-        {
+        for (p, is_person) in store.tenant_people(actor.tenant()).await? {
             if view.votes.iter().any(|v| v.counted && v.principal == p.id) {
                 continue;
             }
-            let holds = super::tokens::respond_held(is_person, &keys);
+            let live = keys.get(&p.id).map(Vec::as_slice).unwrap_or_default();
+            let holds = super::tokens::respond_held(is_person, live);
             // `admits` first: the same rule, without a text for each refused.
             if !(holds && rules.admits(&p, &requesters, holds)) {
                 continue;

@@ -8,6 +8,7 @@ use crate::auth::{self, Grant, Scope};
 use crate::clock::Millis;
 use crate::directory::{principal_from_columns, Principal};
 use crate::error::{EngineError, Result};
+use std::collections::HashMap;
 
 /// 1 for a person (a console password or an email address: they sign in,
 /// or receive links), 0 for a service principal.
@@ -163,38 +164,38 @@ impl Store {
     }
 
     /// A tenant's principals by name, each with whether they are a person
-    /// (as [`Store::is_person`] says) and the scopes of each of their live
-    /// keys (as [`Store::live_key_scopes`]): two statements, however many.
-    pub(crate) async fn tenant_principals_with_keys(
-        &self,
-        tenant: &str,
-    ) -> Result<Vec<(Principal, bool, Vec<Vec<Scope>>)>> {
+    /// (as [`Store::is_person`] says): one statement, however many.
+    pub(crate) async fn tenant_people(&self, tenant: &str) -> Result<Vec<(Principal, bool)>> {
         type Columns = (String, String, Option<String>, String, String, i64, i64);
-        let people: Vec<Columns> = sqlx::query_as(&self.q(&format!(
+        let rows: Vec<Columns> = sqlx::query_as(&self.q(&format!(
             "SELECT id, name, email, groups, roles, is_override, {IS_PERSON} \
              FROM principals WHERE tenant = ? ORDER BY name, id"
         )))
         .bind(tenant)
         .fetch_all(&self.read)
         .await?;
+        rows.into_iter()
+            .map(|(id, name, email, groups, roles, o, is_person)| {
+                let p = principal_from_columns(id, tenant.to_string(), name, email, &groups, &roles, o != 0)?;
+                Ok((p, is_person != 0))
+            })
+            .collect()
+    }
+
+    /// The scopes of each live key of a tenant's principals, by principal
+    /// (as [`Store::live_key_scopes`] reads one principal's): one statement.
+    pub(crate) async fn tenant_live_keys(&self, tenant: &str) -> Result<HashMap<String, Vec<Vec<Scope>>>> {
         let live: Vec<(String, String)> = sqlx::query_as(&self.q(TENANT_LIVE_KEYS_SQL))
             .bind(tenant)
             .fetch_all(&self.read)
             .await?;
-        let mut keys: std::collections::HashMap<String, Vec<Vec<Scope>>> = Default::default();
+        let mut keys: HashMap<String, Vec<Vec<Scope>>> = HashMap::new();
         for (principal, scopes) in live {
             keys.entry(principal)
                 .or_default()
                 .push(stored_scopes("api_keys.scopes", scopes)?);
         }
-        people
-            .into_iter()
-            .map(|(id, name, email, groups, roles, o, is_person)| {
-                let live = keys.remove(&id).unwrap_or_default();
-                let p = principal_from_columns(id, tenant.to_string(), name, email, &groups, &roles, o != 0)?;
-                Ok((p, is_person != 0, live))
-            })
-            .collect()
+        Ok(keys)
     }
 
     /// The scopes of each of the principal's live keys.

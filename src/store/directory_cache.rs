@@ -24,6 +24,32 @@ use std::sync::{Arc, Mutex};
 
 pub(crate) const DIRECTORY_VERSION_SQL: &str = "SELECT version FROM directory_versions WHERE tenant = ?";
 
+pub(crate) const LOAD_DIRECTORY_SQL: &str =
+    "SELECT id, name, email, groups, roles, is_override FROM principals \
+     WHERE tenant = ? AND email IS NOT NULL AND email <> '' ORDER BY id";
+
+/// The tenant's principals that have an email address, read from the
+/// database.
+fn read_directory(conn: &WriteConn, tenant: &str) -> Result<Vec<Principal>> {
+    let rows: Vec<(String, String, Option<String>, String, String, i64)> =
+        conn.query_map(LOAD_DIRECTORY_SQL, args![tenant], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+        })?;
+    rows.into_iter()
+        .map(|(id, name, email, groups, roles, o)| {
+            crate::directory::principal_from_columns(
+                id,
+                tenant.to_string(),
+                name,
+                email,
+                &groups,
+                &roles,
+                o != 0,
+            )
+        })
+        .collect()
+}
+
 /// Tenants kept at most; past this the cache starts over, and each tenant's
 /// next notice reads its people again.
 const MAX_TENANTS: usize = 1024;
@@ -70,7 +96,7 @@ pub(crate) fn load_directory(conn: &WriteConn, tenant: &str) -> Result<Arc<[Prin
     if let Some(people) = cache.get(tenant, version) {
         return Ok(people);
     }
-    let people: Arc<[Principal]> = super::rows::read_directory(conn, tenant)?.into();
+    let people: Arc<[Principal]> = read_directory(conn, tenant)?.into();
     cache.put(tenant, version, people.clone());
     Ok(people)
 }

@@ -6,7 +6,6 @@
 use crate::approval;
 use crate::args;
 use crate::clock::Millis;
-use crate::directory::Principal;
 use crate::error::{EngineError, Result};
 use crate::interrupt::InterruptKind;
 use crate::store::nodes::InterruptRef;
@@ -495,32 +494,6 @@ pub(crate) fn pending_interrupt_for_update(
     interrupt_id: &str,
 ) -> Result<Option<InterruptRow>> {
     conn.query_opt(&PENDING_INTERRUPT, args![interrupt_id], InterruptRow::from_row)
-}
-
-pub(crate) const LOAD_DIRECTORY_SQL: &str =
-    "SELECT id, name, email, groups, roles, is_override FROM principals \
-     WHERE tenant = ? AND email IS NOT NULL AND email <> '' ORDER BY id";
-
-/// The tenant's principals that have an email address, read from the
-/// database (`directory_cache::load_directory` keeps them).
-pub(super) fn read_directory(conn: &WriteConn, tenant: &str) -> Result<Vec<Principal>> {
-    let rows: Vec<(String, String, Option<String>, String, String, i64)> =
-        conn.query_map(LOAD_DIRECTORY_SQL, args![tenant], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
-        })?;
-    rows.into_iter()
-        .map(|(id, name, email, groups, roles, o)| {
-            crate::directory::principal_from_columns(
-                id,
-                tenant.to_string(),
-                name,
-                email,
-                &groups,
-                &roles,
-                o != 0,
-            )
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -875,7 +875,10 @@ mod tests {
             (RUN_PAGE_SQL.as_str(), "runs_by_tenant"),
             (RUN_WORKFLOWS_SQL, "runs_by_tenant"),
             (TENANT_PRINCIPALS_SQL, "principals_by_tenant"),
-            (crate::store::rows::LOAD_DIRECTORY_SQL, "principals_by_tenant"),
+            (
+                crate::store::directory_cache::LOAD_DIRECTORY_SQL,
+                "principals_by_tenant",
+            ),
         ] {
             let plan = plan_any(&store, sql).await;
             assert!(
