@@ -5,10 +5,7 @@
 //! policy without a nonce. Dynamic responses are never cached: token pages,
 //! interrupt pages and pages that show a secret must not outlive the visit.
 
-use axum::extract::{Request, State};
 use axum::http::header::{self, HeaderMap, HeaderValue};
-use axum::middleware::Next;
-use axum::response::Response;
 
 /// What the layer needs to know about the deployment.
 #[derive(Clone, Copy, Debug)]
@@ -17,14 +14,9 @@ pub struct SecurityHeaders {
     pub https: bool,
 }
 
-pub async fn set(State(options): State<SecurityHeaders>, req: Request, next: Next) -> Response {
-    let is_asset = is_static_asset(req.uri().path());
-    let mut res = next.run(req).await;
-    apply(res.headers_mut(), options, is_asset);
-    res
-}
-
-fn apply(headers: &mut HeaderMap, options: SecurityHeaders, is_asset: bool) {
+/// Sets the headers on a response (`crate::middleware::respond`); `is_asset`
+/// from the request's path ([`is_static_asset`]).
+pub fn apply(headers: &mut HeaderMap, options: SecurityHeaders, is_asset: bool) {
     let html = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -53,7 +45,7 @@ fn apply(headers: &mut HeaderMap, options: SecurityHeaders, is_asset: bool) {
 }
 
 /// The built console assets (wasm, JS, CSS) and public files may be cached.
-fn is_static_asset(path: &str) -> bool {
+pub fn is_static_asset(path: &str) -> bool {
     path.starts_with("/pkg/") || path == "/favicon.ico"
 }
 

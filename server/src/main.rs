@@ -11,6 +11,7 @@ mod form_post;
 mod headers;
 mod live;
 mod mailer;
+mod middleware;
 mod published;
 mod server;
 mod server_fns;

@@ -4,7 +4,6 @@ use crate::api;
 use crate::config::Config;
 use crate::console;
 use crate::live;
-use crate::session;
 use crate::state::AppState;
 use axum::Router;
 use leptos::prelude::*;
@@ -144,8 +143,9 @@ pub fn router(state: AppState) -> Router {
         ))
         // One stack, outermost first, applied to each route once: a layer
         // of its own per `Router::layer` would box every route once per
-        // layer, and each `from_fn` clones what it wraps per request (#17).
-        // Per route, so the metrics and the API edge see the matched path.
+        // layer, and each `from_fn` clones what it wraps per request, so the
+        // concerns share two (`middleware`, #17). Per route, so the metrics
+        // and the API edge see the matched path.
         .layer(
             ServiceBuilder::new()
                 .layer(TraceLayer::new_for_http().make_span_with(request_span))
@@ -153,21 +153,17 @@ pub fn router(state: AppState) -> Router {
                     crate::headers::SecurityHeaders {
                         https: public_url_is_https(&state.config),
                     },
-                    crate::headers::set,
+                    crate::middleware::respond,
                 ))
-                .layer(axum::middleware::from_fn(api::metrics::track_http))
-                // Inside the metrics layer, so a caught panic is counted as a 500.
+                // Inside `respond`, so a caught panic is counted as a 500.
                 .layer(CatchPanicLayer::custom(api::error::panic_response))
                 .layer(axum::middleware::from_fn_with_state(
-                    state.clone(),
-                    session::load_principal,
-                ))
-                .layer(axum::middleware::from_fn_with_state(
-                    state.clone(),
-                    session::guard,
-                ))
-                .layer(axum::middleware::from_fn_with_state(console, to_console))
-                .layer(axum::middleware::from_fn(crate::server_fns::args_status)),
+                    crate::middleware::Admission {
+                        state: state.clone(),
+                        console,
+                    },
+                    crate::middleware::admit,
+                )),
         )
         .with_state(state)
 }
@@ -180,23 +176,6 @@ fn request_span(req: &axum::extract::Request) -> tracing::Span {
         method = %req.method(),
         path = %tollgate::token::redact(req.uri().path()),
     )
-}
-
-/// Sends browser requests for an interrupt page to the console router.
-async fn to_console(
-    axum::extract::State(console): axum::extract::State<Router>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use tower::ServiceExt;
-    if session::is_interrupt_page(req.uri().path()) && session::is_browser(&req) {
-        match console.oneshot(req).await {
-            Ok(res) => res,
-            Err(never) => match never {},
-        }
-    } else {
-        next.run(req).await
-    }
 }
 
 /// Fires passed deadlines and due delays. Deadlines missed while the server

@@ -4,9 +4,7 @@
 //! themselves carry their status already (`tollgate_app::api::fail`).
 
 use axum::body::Body;
-use axum::extract::Request;
 use axum::http::StatusCode;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// How server_fn prefixes an error from decoding a call's arguments.
@@ -14,10 +12,14 @@ const ARGS_ERROR: &[u8] = b"Args|";
 /// An error body longer than this is passed on as it is.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
-pub async fn args_status(req: Request, next: Next) -> Response {
-    let is_server_fn = req.uri().path().starts_with("/api/");
-    let res = next.run(req).await;
-    if !is_server_fn || res.status() != StatusCode::INTERNAL_SERVER_ERROR {
+/// Whether a request is a server function call.
+pub fn is_server_fn(path: &str) -> bool {
+    path.starts_with("/api/")
+}
+
+/// A server function's answer, with 400 for arguments it could not decode.
+pub async fn args_status(res: Response) -> Response {
+    if res.status() != StatusCode::INTERNAL_SERVER_ERROR {
         return res;
     }
     let (mut parts, body) = res.into_parts();

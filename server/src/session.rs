@@ -6,9 +6,8 @@
 
 use crate::state::AppState;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
@@ -121,16 +120,11 @@ pub async fn layer(database_url: &str, secure: bool) -> anyhow::Result<SessionMa
 /// The session ends (is flushed) when its principal was removed, lost their
 /// password or changed it since signing in — checked on every request,
 /// against a view of the directory at most a few seconds old.
-pub async fn load_principal(
-    State(state): State<AppState>,
-    session: Session,
-    mut req: Request,
-    next: Next,
-) -> Response {
+pub async fn load_principal(state: &AppState, session: &Session, mut req: Request) -> Request {
     // Without a cookie there is no session to read (an API client's
     // request: the session layer would build an empty record for nothing).
     if !req.headers().contains_key(header::COOKIE) {
-        return next.run(req).await;
+        return req;
     }
     if let Ok(Some(id)) = session.get::<String>(PRINCIPAL_KEY).await {
         // Sessions from before generations were kept have none: they end.
@@ -163,7 +157,7 @@ pub async fn load_principal(
             req.extensions_mut().insert(BulkDone(done));
         }
     }
-    next.run(req).await
+    req
 }
 
 /// Whether a path is a console interrupt page (`/runs/{runId}/interrupts/{nodeId}`).
@@ -214,9 +208,10 @@ fn is_dashboard(path: &str) -> bool {
 }
 
 /// Sends people who are not signed in to the sign-in page, and refuses
-/// cross-site posts to the console (forms and server functions).
-pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let path = req.uri().path().to_string();
+/// cross-site posts to the console (forms and server functions): the
+/// answer instead of the route's, or `None` to go on.
+pub fn guard(state: &AppState, req: &Request) -> Option<Response> {
+    let path = req.uri().path();
     let console_post = req.method() == Method::POST
         && !req.headers().contains_key(header::AUTHORIZATION)
         && (path == "/signin"
@@ -224,16 +219,16 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
             || path.starts_with("/t/")
             || path.starts_with("/api/")
             || path == "/inbox/decide"
-            || is_dashboard(&path)
-            || is_own(&path)
+            || is_dashboard(path)
+            || is_own(path)
             // The interrupt page shares its path with the REST resolve: only form posts are the console's.
-            || (is_interrupt_page(&path) && is_form_post(&req)));
-    if console_post && !same_origin(&state, &req) {
-        return (StatusCode::FORBIDDEN, "cross-site form posts are refused").into_response();
+            || (is_interrupt_page(path) && is_form_post(req)));
+    if console_post && !same_origin(state, req) {
+        return Some((StatusCode::FORBIDDEN, "cross-site form posts are refused").into_response());
     }
     let page_get = matches!(*req.method(), Method::GET | Method::HEAD)
-        && needs_sign_in(&path)
-        && (path == "/" || is_dashboard(&path) || is_own(&path) || is_browser(&req));
+        && needs_sign_in(path)
+        && (path == "/" || is_dashboard(path) || is_own(path) || is_browser(req));
     if page_get && req.extensions().get::<SignedIn>().is_none() {
         let next_url = req
             .uri()
@@ -241,9 +236,9 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
             .map(|p| p.as_str().to_string())
             .unwrap_or_else(|| "/".into());
         let target = format!("/signin?next={}", urlencode(&next_url));
-        return Redirect::to(&target).into_response();
+        return Some(Redirect::to(&target).into_response());
     }
-    next.run(req).await
+    None
 }
 
 fn is_form_post(req: &Request<Body>) -> bool {

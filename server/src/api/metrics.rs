@@ -17,7 +17,6 @@ use super::error::ApiError;
 use crate::state::AppState;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics::{Counter, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -71,17 +70,30 @@ pub fn install() -> &'static PrometheusHandle {
     })
 }
 
-/// Counts every request by method, matched route template and status.
-pub async fn track_http(req: Request, next: Next) -> Response {
-    let method = method_label(req.method());
-    let matched = req.extensions().get::<MatchedPath>().cloned();
-    let started = Instant::now();
-    let res = next.run(req).await;
-    let route = matched.as_ref().map_or("unmatched", MatchedPath::as_str);
-    let (requests, duration) = http_series(method, route, res.status().as_u16());
-    duration.record(started.elapsed().as_secs_f64());
-    requests.increment(1);
-    res
+/// Counts every request by method, matched route template and status: made
+/// from the request, finished with the response's status
+/// (`crate::middleware::respond`).
+pub struct HttpTimer {
+    method: &'static str,
+    route: Option<MatchedPath>,
+    started: Instant,
+}
+
+impl HttpTimer {
+    pub fn start(req: &Request) -> HttpTimer {
+        HttpTimer {
+            method: method_label(req.method()),
+            route: req.extensions().get::<MatchedPath>().cloned(),
+            started: Instant::now(),
+        }
+    }
+
+    pub fn finish(self, status: StatusCode) {
+        let route = self.route.as_ref().map_or("unmatched", MatchedPath::as_str);
+        let (requests, duration) = http_series(self.method, route, status.as_u16());
+        duration.record(self.started.elapsed().as_secs_f64());
+        requests.increment(1);
+    }
 }
 
 /// A request's method as a label: one of the standard methods, else
