@@ -34,6 +34,9 @@ def main():
         ("create", f"{prefix}.2-*", creates),
         ("resolve", f"{prefix}-[0-9]*", resolves),
     ):
+        if n == 0:
+            print(f"{label:8} {n:6} requests")
+            continue
         everything, writer = totals(pattern)
         print(
             f"{label:8} {n:6} requests  {everything / n / 1e6:7.3f} M instructions/req"

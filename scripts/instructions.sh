@@ -11,6 +11,9 @@
 # for its writer thread.
 #
 #   SERVER_BIN=path  STORED=2000  RESOLVES=1000  CONCURRENCY=16
+#   STORE=dir   resolve in a copy of a store scripts/load-wrk.sh kept
+#               (KEEP=1), made natively: a large store's resolves without
+#               its creates under valgrind (STORED is then ignored)
 #   DUMPS=dir   keep the callgrind files there (callgrind_annotate DIR/cg-05)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -42,6 +42,13 @@
 #                               phase starts, with SERVER_PID set (a profiler:
 #                               scripts/profile-writer.sh) and SERVER_DB, the
 #                               SQLite file (scripts/wal_frames.py)
+#   STORE=dir                   resolve the pending runs of a store an earlier
+#                               run kept (KEEP=1 prints its directory)
+#                               instead of creating one: a copy of its
+#                               database, so one store serves many runs
+#                               (scripts/instructions.sh at 1,000,000
+#                               stored runs); STORED is then ignored
+#   KEEP=1                      keep the store's directory (printed at exit)
 #   BEFORE_CREATE=command       run (and waited for) just before the create
 #   BEFORE_RESOLVE=command      phase and the first resolve phase, with
 #                               SERVER_PID set (scripts/instructions.sh
@@ -113,13 +120,22 @@ drive() {
 
 dir=$(mktemp -d)
 pid=
-trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
+trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; if [ -n "${KEEP:-}" ]; then echo "kept $dir" >&2; else rm -rf "$dir"; fi' EXIT
+if [ -n "${STORE:-}" ]; then
+  [ "$DATABASE" = sqlite ] && [ -f "$STORE/load.db" ] && [ -f "$STORE/created" ] ||
+    { echo "STORE is a directory kept by scripts/load-wrk.sh (KEEP=1) on sqlite: load.db and created" >&2; exit 2; }
+  STORED=$(wc -l < "$STORE/created")
+fi
 levels=($CONCURRENCY)
 create_levels=($CREATE_CONCURRENCY)
 echo "server $BIN, $DATABASE, durability $DURABILITY${CACHE_MIB:+, writer cache $CACHE_MIB MiB}, workflow $workflow, $PEOPLE people, wrk -t$THREADS, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for stored in $STORED; do
   case "$DATABASE" in
-    sqlite) rm -f "$dir"/load.db*; db_url="sqlite://$dir/load.db" ;;
+    sqlite)
+      rm -f "$dir"/load.db*
+      if [ -n "${STORE:-}" ]; then cp "$STORE/load.db" "$dir/load.db"; [ ! -f "$STORE/load.db-wal" ] || cp "$STORE/load.db-wal" "$dir/"; fi
+      db_url="sqlite://$dir/load.db"
+      ;;
     postgres)
       server=$(scripts/pg.sh start)
       name="loadwrk_$(date +%s)_$$"
@@ -162,6 +178,8 @@ TOML
   url=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$dir/server.out")
   if [ -n "${BEFORE_CREATE:-}" ]; then SERVER_PID=$pid bash -c "$BEFORE_CREATE"; fi
   : > "$dir/created"
+  : > "$dir/resolved"
+  [ -z "${STORE:-}" ] || create_levels=() # (its runs are made)
   i=0
   for c in "${create_levels[@]}"; do
     # each level creates its share; the first takes what does not divide
@@ -172,11 +190,18 @@ TOML
     cat "$dir"/runs.* >> "$dir/created"   # in creation order (one wrk thread)
     rm -f "$dir"/runs.*
   done
+  # A kept store's runs, less those its run resolved.
+  if [ -n "${STORE:-}" ]; then
+    touch "$STORE/resolved"
+    grep -vxFf "$STORE/resolved" "$STORE/created" > "$dir/created" || true
+    cp "$STORE/resolved" "$dir/resolved"
+  fi
   created=$(wc -l < "$dir/created")      # wrk may leave a request unsent
   pending=$created
   if [ -n "${PENDING:-}" ] && [ "$PENDING" -lt "$created" ]; then
     pending=$PENDING
     head -n $((created - pending)) "$dir/created" > "$dir/sample"
+    cat "$dir/sample" >> "$dir/resolved"
     printf '%-8s stored %-7s settle  C=%-3s ' "$DATABASE" "$stored" 16
     drive resolve.lua "$(wc -l < "$dir/sample")" 16 "$dir/unused"
   fi
@@ -189,6 +214,7 @@ TOML
       sed -n "$((i * per + 1)),$(((i + 1) * per))p" "$dir/all" > "$dir/sample"
       i=$((i + 1))
       [ -s "$dir/sample" ] || { echo "only $pending pending runs: too few for $ROUNDS rounds of $per" >&2; exit 2; }
+      cat "$dir/sample" >> "$dir/resolved"
       printf '%-8s stored %-7s resolve C=%-3s ' "$DATABASE" "$stored" "$c"
       if [ -n "${BEFORE_RESOLVE:-}" ] && [ "$i" -eq 1 ]; then SERVER_PID=$pid bash -c "$BEFORE_RESOLVE"; fi
       if [ -n "${ON_RESOLVE:-}" ] && [ "$i" -eq 1 ]; then SERVER_PID=$pid SERVER_DB="$dir/load.db" bash -c "$ON_RESOLVE" & fi
