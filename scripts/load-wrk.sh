@@ -122,8 +122,8 @@ dir=$(mktemp -d)
 pid=
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; if [ -n "${KEEP:-}" ]; then echo "kept $dir" >&2; else rm -rf "$dir"; fi' EXIT
 if [ -n "${STORE:-}" ]; then
-  [ "$DATABASE" = sqlite ] && [ -f "$STORE/load.db" ] && [ -f "$STORE/created" ] ||
-    { echo "STORE is a directory kept by scripts/load-wrk.sh (KEEP=1) on sqlite: load.db and created" >&2; exit 2; }
+  [ "$DATABASE" = sqlite ] && [ -f "$STORE/load.db" ] && [ -f "$STORE/created" ] && [ -f "$STORE/resolved" ] ||
+    { echo "STORE is a directory kept by scripts/load-wrk.sh (KEEP=1) on sqlite: load.db, created and resolved" >&2; exit 2; }
   STORED=$(wc -l < "$STORE/created")
 fi
 levels=($CONCURRENCY)
@@ -192,7 +192,6 @@ TOML
   done
   # A kept store's runs, less those its run resolved.
   if [ -n "${STORE:-}" ]; then
-    touch "$STORE/resolved"
     grep -vxFf "$STORE/resolved" "$STORE/created" > "$dir/created" || true
     cp "$STORE/resolved" "$dir/resolved"
   fi
