@@ -106,8 +106,8 @@ async fn redraw(
     status: StatusCode,
 ) -> Response {
     let engine = state.engine.clone();
-    let leptos = (*state.leptos).clone();
-    let shell_options = (*state.leptos).clone();
+    let leptos = state.leptos.clone();
+    let shell_options = state.leptos.clone();
     let handler = leptos_axum::render_app_async_with_context(
         move || {
             provide_context(engine.clone());

@@ -52,11 +52,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         config.server.public_url = Some(format!("http://{addr}"));
     }
     let state_config_notes = config.demo_notes.clone();
-    let state = AppState {
-        engine: engine.clone(),
-        config: Arc::new(config),
-        leptos: Arc::new(leptos),
-    };
+    let state = AppState::new(engine.clone(), Arc::new(config), leptos);
     let secure = public_url_is_https(&state.config);
     let sessions = crate::session::layer(&state.config.database.url, secure).await?;
     let mail_config = state.config.clone();
@@ -99,7 +95,7 @@ fn public_url_is_https(config: &Config) -> bool {
 /// The whole application without the session layer (which `serve` adds
 /// outermost): REST API, console pages and posts, static files.
 pub fn router(state: AppState) -> Router {
-    let leptos = (*state.leptos).clone();
+    let leptos = state.leptos.clone();
     // The interrupt page shares its path with the REST API's
     // `GET|POST /runs/{runId}/interrupts/{nodeId}`; browsers (HTML wanted or a
     // form posted, no bearer key) are sent to a console router of its own.
