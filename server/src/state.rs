@@ -12,6 +12,8 @@ use tollgate::Engine;
 #[derive(Clone)]
 pub struct AppState(Arc<Shared>);
 
+/// What every request shares: the engine, the configuration and the
+/// console's Leptos options.
 pub struct Shared {
     pub engine: Engine,
     pub config: Arc<Config>,
