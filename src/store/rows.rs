@@ -589,4 +589,71 @@ mod tests {
         let (request, resolution) = row_with_payload("{}").request_and_resolution().unwrap();
         assert_eq!((request, resolution), (Some(json!({"q": 1})), None));
     }
+
+    /// Migration 0031 (postgres/0017) on a store written before it: every
+    /// interrupt keeps its row, on SQLite at its rowid (which node states
+    /// name), and a second interrupt for the same visit of a node is
+    /// refused by `interrupts_latest` now, as by the constraint dropped.
+    #[tokio::test]
+    async fn the_migration_keeps_every_interrupt_row_and_one_per_visit() {
+        use crate::store::{testing, Durability, Store};
+        let insert = |id: &str, node: &str, visit: i64| {
+            format!(
+                "INSERT INTO interrupts (interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, \
+                 eligibility, workflow_id, title, owner_subject, created_at) VALUES ('{id}', 't/r', '{node}', \
+                 't/r:{node}:{visit}', {visit}, 'approval', 'pending', '{{}}', '{{}}', '{{}}', 'w', 'Gate', 'o', 0);"
+            )
+        };
+        // Rowids 1 to 3, then 2 deleted: a copy that renumbered would show.
+        let setup = [
+            insert("t/i1", "gate", 0),
+            insert("t/i2", "gate", 1),
+            insert("t/i3", "gate", 2),
+        ]
+        .concat()
+            + "DELETE FROM interrupts WHERE interrupt_id = 't/i2';";
+        let dir = tempfile::tempdir().unwrap();
+        let url = testing::migrated_before(&dir.path().join("old.db"), "0031", "0017", &setup)
+            .await
+            .unwrap();
+        let store = Store::open(&url, Durability::Full).await.unwrap();
+        let on_sqlite = testing::postgres_server().is_none();
+        let kept = store
+            .write(move |conn| {
+                let sql = if on_sqlite {
+                    "SELECT rowid, interrupt_id FROM interrupts ORDER BY interrupt_id"
+                } else {
+                    "SELECT 0, interrupt_id FROM interrupts ORDER BY interrupt_id"
+                };
+                conn.query_map(sql, &[], |r| Ok((r.get::<i64>(0)?, r.get::<String>(1)?)))
+            })
+            .await
+            .unwrap();
+        let expected_rowids = if on_sqlite { [1, 3] } else { [0, 0] };
+        assert_eq!(
+            kept,
+            vec![
+                (expected_rowids[0], "t/i1".to_string()),
+                (expected_rowids[1], "t/i3".to_string())
+            ]
+        );
+        // The same visit under another id and key: refused, nothing stored.
+        let duplicate = insert("t/i4", "gate", 2).replace("t/r:gate:2", "other-key");
+        let refused = store.write(move |conn| conn.execute_batch(&duplicate)).await;
+        assert!(
+            matches!(&refused, Err(EngineError::Storage(m)) if m.to_lowercase().contains("unique")),
+            "{refused:?}"
+        );
+        // Another visit, and the same visit of another node, are stored.
+        let others = [insert("t/i5", "gate", 3), insert("t/i6", "other", 2)].concat();
+        store
+            .write(move |conn| conn.execute_batch(&others))
+            .await
+            .unwrap();
+        let count = store
+            .write(|conn| conn.query_scalar::<i64>("SELECT COUNT(*) FROM interrupts", &[]))
+            .await
+            .unwrap();
+        assert_eq!(count, Some(4));
+    }
 }

@@ -130,10 +130,10 @@ mod tests {
         use crate::store::{Durability, Store};
         let dir = tempfile::tempdir().unwrap();
         let mut setup = String::new();
-        for id in ["t/i1", "t/i2"] {
+        for (id, visit) in [("t/i1", 1), ("t/i2", 2)] {
             setup.push_str(&format!(
                 "INSERT INTO interrupts (interrupt_id, run_id, node_id, key, visit, kind, status, payload, contract, eligibility, workflow_id, title, owner_subject, created_at) \
-                 VALUES ('{id}', 't/r1', 'gate', '{id}', 1, 'approval', 'pending', '{{}}', '{{}}', 'null', 'w', 't', 'o', 0);\n"
+                 VALUES ('{id}', 't/r1', 'gate', '{id}', {visit}, 'approval', 'pending', '{{}}', '{{}}', 'null', 'w', 't', 'o', 0);\n"
             ));
         }
         setup.push_str(
