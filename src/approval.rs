@@ -44,7 +44,16 @@ pub struct ApprovalRules {
     /// Tollgate extension (`preventSelfApproval`): the run's owner may not vote.
     pub prevent_self_approval: bool,
     pub on_timeout: OnTimeout,
+    /// `profile: "openwop-interrupt-auth-required"`: only a signed-in
+    /// principal (an API key or a console session) decides; no link does.
+    /// Absent in rules stored before it, which allowed links.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub requires_sign_in: bool,
 }
+
+/// The one gate profile this host implements (OpenWOP v1's
+/// `openwop-interrupt-auth-required`): resolves only by a signed-in principal.
+pub const AUTH_REQUIRED_PROFILE: &str = "openwop-interrupt-auth-required";
 
 impl ApprovalRules {
     /// Reads the rules from a `core.approvalGate` config (or approval `data`);
@@ -88,6 +97,15 @@ impl ApprovalRules {
             Some(v) => serde_json::from_value(v.clone())
                 .map_err(|_| "onTimeout: must be \"reject\", \"approve\" or \"escalate\"".to_string())?,
         };
+        let requires_sign_in = match config.get("profile") {
+            None | Some(Value::Null) => false,
+            Some(Value::String(p)) if p == AUTH_REQUIRED_PROFILE => true,
+            Some(other) => {
+                return Err(format!(
+                    "profile: {other} is not a profile this host implements (the one it does is \"{AUTH_REQUIRED_PROFILE}\")"
+                ))
+            }
+        };
         let bool_field = |name: &str, default: bool| -> std::result::Result<bool, String> {
             match config.get(name) {
                 None | Some(Value::Null) => Ok(default),
@@ -120,6 +138,7 @@ impl ApprovalRules {
             approver_role_refs: list("approverRoleRefs")?,
             prevent_self_approval: bool_field("preventSelfApproval", required_approvals > 1)?,
             on_timeout,
+            requires_sign_in,
         })
     }
 
@@ -493,6 +512,33 @@ mod tests {
 
     fn rules(cfg: Value) -> ApprovalRules {
         ApprovalRules::from_config(&cfg).unwrap()
+    }
+
+    #[test]
+    fn the_auth_required_profile_is_read_and_any_other_is_refused() {
+        assert!(!rules(json!({"actions": ["accept"]})).requires_sign_in);
+        assert!(
+            rules(json!({"actions": ["accept"], "profile": "openwop-interrupt-auth-required"}))
+                .requires_sign_in
+        );
+        for bad in [
+            json!("openwop-interrupt-quorum"),
+            json!("OPENWOP-INTERRUPT-AUTH-REQUIRED"),
+            json!(true),
+        ] {
+            let err =
+                ApprovalRules::from_config(&json!({"actions": ["accept"], "profile": bad})).unwrap_err();
+            assert!(err.starts_with("profile: "), "{err}");
+        }
+        // Rules stored before the profile existed read as allowing links,
+        // and rules without it are stored as before.
+        let stored = serde_json::to_value(rules(json!({"actions": ["accept"]}))).unwrap();
+        assert!(stored.get("requiresSignIn").is_none(), "{stored}");
+        let back: ApprovalRules = serde_json::from_value(stored).unwrap();
+        assert!(!back.requires_sign_in);
+        let strict = rules(json!({"actions": ["accept"], "profile": "openwop-interrupt-auth-required"}));
+        let back: ApprovalRules = serde_json::from_value(serde_json::to_value(&strict).unwrap()).unwrap();
+        assert_eq!(back, strict);
     }
 
     fn b(p: &str, a: &str) -> Ballot {

@@ -47,7 +47,7 @@ mod views;
 pub use idempotency::Idem;
 pub(crate) use runs::snapshot_of;
 pub use runs::MAX_RECURSION_LIMIT;
-pub use tokens::CallbackLink;
+pub use tokens::{CallbackLink, MailLink};
 
 pub struct EngineOptions {
     pub database_url: String,
@@ -221,6 +221,10 @@ pub struct InterruptView {
     pub votes: Vec<VoteView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quorum: Option<Value>,
+    /// Decided only by a signed-in principal, never by a link (the gate's
+    /// `profile`); for the console's and the mail's wording, not on the wire.
+    #[serde(skip)]
+    pub requires_sign_in: bool,
 }
 
 /// Filter for interrupt listings.

@@ -34,6 +34,9 @@ pub enum EngineError {
     IdempotencyKeyInvalid(String),
     #[error("{0}")]
     TokenInvalid(String),
+    /// A valid link on a gate only a signed-in principal may decide.
+    #[error("{0}")]
+    SignInRequired(String),
     #[error("{0}")]
     Expired(String),
     #[error("{0}")]
@@ -82,6 +85,7 @@ impl EngineError {
             EngineError::IdempotencyMismatch => "idempotency_key_mismatch",
             EngineError::IdempotencyKeyInvalid(_) => "idempotency_key_invalid",
             EngineError::TokenInvalid(_) => "interrupt_token_invalid",
+            EngineError::SignInRequired(_) => "auth_elevation_required",
             EngineError::Expired(_) => "interrupt_expired",
             EngineError::Conflict(_) => "run_state_conflict",
             EngineError::CapabilityRequired { .. } => "capability_required",
@@ -95,7 +99,7 @@ impl EngineError {
         match self {
             EngineError::Validation { .. } | EngineError::IdempotencyKeyInvalid(_) => 400,
             EngineError::TokenInvalid(_) => 401,
-            EngineError::Forbidden(_) | EngineError::TenantMismatch => 403,
+            EngineError::Forbidden(_) | EngineError::TenantMismatch | EngineError::SignInRequired(_) => 403,
             EngineError::NotFound(_) => 404,
             EngineError::AlreadyResolved(_)
             | EngineError::RunTerminal(_)
@@ -220,6 +224,7 @@ mod tests {
             EngineError::IdempotencyMismatch,
             EngineError::IdempotencyKeyInvalid("i".into()),
             EngineError::TokenInvalid("t".into()),
+            EngineError::SignInRequired("s".into()),
             EngineError::Expired("e".into()),
             EngineError::Conflict("c".into()),
             EngineError::CapabilityRequired {

@@ -1623,12 +1623,15 @@ async fn a_mail_link_resolves_only_for_someone_who_may_decide() {
     };
     // Told only because the audience names them: view-only. The owner of a
     // gate that refuses self-approval: view-only. An eligible person: resolve.
-    let (ops_token, expires, intent) = link("ops1").await.unwrap();
-    assert_eq!(intent, Intent::Inspect);
-    assert_eq!(expires, T0 + 60_000, "capped at the deadline");
-    assert_eq!(link("owner").await.unwrap().2, Intent::Inspect);
-    let (fin_token, _, intent) = link("fin1").await.unwrap();
-    assert_eq!(intent, Intent::Resolve);
+    let ops = link("ops1").await.unwrap();
+    let ops_token = ops.token;
+    assert_eq!(ops.intent, Intent::Inspect);
+    assert!(!ops.sign_in_to_decide);
+    assert_eq!(ops.expires_at, T0 + 60_000, "capped at the deadline");
+    assert_eq!(link("owner").await.unwrap().intent, Intent::Inspect);
+    let fin = link("fin1").await.unwrap();
+    let fin_token = fin.token;
+    assert_eq!(fin.intent, Intent::Resolve);
     // Another tenant's principal gets no link at all.
     assert!(matches!(link("fin1-acmf").await, Err(EngineError::Forbidden(_))));
     // The view-only link shows but cannot decide; the other decides.
@@ -1656,7 +1659,7 @@ async fn a_mail_link_resolves_only_for_someone_who_may_decide() {
         .unwrap();
     let ops = e.principal("ops1").await.unwrap().unwrap();
     assert_eq!(
-        e.mail_link_for(&view.interrupt_id, &ops).await.unwrap().2,
+        e.mail_link_for(&view.interrupt_id, &ops).await.unwrap().intent,
         Intent::Resolve
     );
 }

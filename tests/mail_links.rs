@@ -7,7 +7,7 @@ use serde_json::json;
 use std::sync::Arc;
 use tollgate::auth::Scope;
 use tollgate::engine::fresh_link::FRESH_LINK_EVERY_MS;
-use tollgate::token::{SigningKey, DEFAULT_MAIL_LINK_TTL_MS};
+use tollgate::token::{Claims, Intent, KeyRing, SigningKey, DEFAULT_MAIL_LINK_TTL_MS};
 use tollgate::{Actor, CreateRun, Engine, EngineError, EngineOptions, ManualClock, Principal, RunId};
 
 const T0: i64 = 1_800_000_000_000;
@@ -48,6 +48,17 @@ async fn world() -> World {
         }],
         None,
     );
+    engine
+        .register_workflow(json!({
+            "id": "signed-in", "name": "signed-in", "version": "1.0.0",
+            "nodes": [{"id": "gate", "typeId": "core.approvalGate", "name": "Gate",
+                "config": {"title": "Claim", "actions": ["accept", "reject"],
+                           "approverGroupRefs": ["finance"],
+                           "profile": "openwop-interrupt-auth-required"}}],
+            "edges": []
+        }))
+        .await
+        .unwrap();
     for (id, timeout) in [("week", 7 * 24 * HOUR), ("soon", 2 * HOUR)] {
         engine
             .register_workflow(json!({
@@ -93,8 +104,8 @@ impl World {
 
     async fn link_for(&self, interrupt_id: &str, who: &str) -> (String, i64) {
         let p = self.engine.principal(who).await.unwrap().unwrap();
-        let (token, expires, _) = self.engine.mail_link_for(interrupt_id, &p).await.unwrap();
-        (token, expires)
+        let link = self.engine.mail_link_for(interrupt_id, &p).await.unwrap();
+        (link.token, link.expires_at)
     }
 
     /// (reason, recipient, address) of the mail queued about `run`, oldest first.
@@ -208,4 +219,109 @@ async fn no_fresh_link_for_a_forged_or_decided_link() {
         EngineError::AlreadyResolved(_)
     ));
     assert_eq!(w.mail(&run).await.len(), before, "nothing queued");
+}
+
+/// `profile: "openwop-interrupt-auth-required"`: only a signed-in approver
+/// decides; a mailed link only shows the request, a resolve link cannot be
+/// minted, and one signed all the same is refused with nothing decided.
+#[tokio::test]
+async fn a_gate_that_requires_sign_in_is_decided_by_no_link() {
+    let w = world().await;
+    let (run, interrupt_id) = w.start("signed-in").await;
+    let ann = w.engine.principal("ann").await.unwrap().unwrap();
+    let link = w.engine.mail_link_for(&interrupt_id, &ann).await.unwrap();
+    assert_eq!(link.intent, Intent::Inspect);
+    assert!(link.sign_in_to_decide, "ann may decide, signed in");
+    let (view, _) = w.engine.inspect_by_token(&link.token).await.unwrap();
+    assert!(view.requires_sign_in);
+    // A gate without the profile: the same person gets a decision link.
+    let (_, week) = w.start("week").await;
+    let plain = w.engine.mail_link_for(&week, &ann).await.unwrap();
+    assert_eq!(plain.intent, Intent::Resolve);
+    assert!(!plain.sign_in_to_decide);
+
+    // The operator's mint refuses a decision link and gives an inspect one.
+    assert!(matches!(
+        w.engine
+            .mint_token_for(&interrupt_id, &ann, Intent::Resolve)
+            .await,
+        Err(EngineError::SignInRequired(_))
+    ));
+    w.engine
+        .mint_token_for(&interrupt_id, &ann, Intent::Inspect)
+        .await
+        .unwrap();
+
+    // A decision link signed with the instance's key all the same.
+    let claims = Claims {
+        i: interrupt_id.clone(),
+        r: run.to_string(),
+        n: "gate".into(),
+        p: "ann".into(),
+        t: Intent::Resolve,
+        a: T0,
+        e: T0 + HOUR,
+        j: "forged-by-the-operator".into(),
+    };
+    let key = SigningKey {
+        kid: "k1".into(),
+        secret: "a-test-secret-of-at-least-32-characters".into(),
+        retired_at: None,
+    };
+    let token = KeyRing::new(vec![key]).sign(&claims).unwrap();
+    let err = w
+        .engine
+        .resolve_by_token(&token, json!({"action": "accept"}), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::SignInRequired(_)), "{err:?}");
+    assert_eq!((err.http_status(), err.code()), (403, "auth_elevation_required"));
+
+    // Signed in (an API key of a finance member), ann decides.
+    let actor = Actor::api_key(ann, vec![Scope::ApprovalsRespond, Scope::RunsRead]);
+    let before = w.engine.inspect_interrupt(&run, "gate", &actor).await.unwrap();
+    assert!(before.votes.is_empty(), "the refused link cast no vote");
+    w.engine
+        .resolve(&run, "gate", json!({"action": "accept"}), &actor, None)
+        .await
+        .unwrap()
+        .result
+        .unwrap();
+    let after = w.engine.inspect_interrupt(&run, "gate", &actor).await.unwrap();
+    assert_eq!(after.status.as_str(), "resolved");
+}
+
+#[tokio::test]
+async fn a_profile_is_refused_where_it_means_nothing() {
+    let w = world().await;
+    for (type_id, config, field) in [
+        (
+            "core.approvalGate",
+            json!({"title": "t", "actions": ["accept"], "profile": "openwop-interrupt-quorum"}),
+            "config.profile",
+        ),
+        (
+            // A run's inputs never choose it.
+            "core.approvalGate",
+            json!({"title": "t", "actions": ["accept"], "profile": {"$bind": {"source": "input", "path": "profile"}}}),
+            "config.profile",
+        ),
+        (
+            "core.clarificationGate",
+            json!({"questions": [{"id": "q1", "question": "?"}], "profile": "openwop-interrupt-auth-required"}),
+            "config.profile",
+        ),
+    ] {
+        let err = w
+            .engine
+            .register_workflow(json!({
+                "id": "p", "name": "p", "version": "1.0.0",
+                "nodes": [{"id": "n", "typeId": type_id, "name": "N", "config": config}],
+                "edges": []
+            }))
+            .await
+            .unwrap_err();
+        assert_eq!(err.http_status(), 400, "{type_id}: {err:?}");
+        assert!(err.to_string().contains(field), "{type_id}: {err}");
+    }
 }

@@ -187,10 +187,20 @@ async fn the_person_a_run_is_for_is_never_mailed_a_decision_link() {
     let admin = w.actor("ann", &[Scope::Admin]).await;
     let view = w.engine.inspect_interrupt(&run, "gate", &admin).await.unwrap();
     let linus = w.engine.principal("linus").await.unwrap().unwrap();
-    let (_, _, intent) = w.engine.mail_link_for(&view.interrupt_id, &linus).await.unwrap();
+    let intent = w
+        .engine
+        .mail_link_for(&view.interrupt_id, &linus)
+        .await
+        .unwrap()
+        .intent;
     assert_eq!(intent, Intent::Inspect, "a link to him may only show the request");
     let ann = w.engine.principal("ann").await.unwrap().unwrap();
-    let (_, _, intent) = w.engine.mail_link_for(&view.interrupt_id, &ann).await.unwrap();
+    let intent = w
+        .engine
+        .mail_link_for(&view.interrupt_id, &ann)
+        .await
+        .unwrap()
+        .intent;
     assert_eq!(intent, Intent::Resolve);
 
     // Without requestedBy the owner is the one not mailed (as before).

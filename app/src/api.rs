@@ -445,6 +445,7 @@ pub async fn load_token(token: String) -> Result<TokenData, ServerFnError> {
         Err(e) => return Err(fail(e)),
     };
     let url = format!("/t/{token}");
+    let sign_in_gate = view.requires_sign_in;
     let thread = if view.kind.is_conversation() {
         engine.conversation_thread_by_token(&token).await.map_err(fail)?
     } else {
@@ -455,7 +456,11 @@ pub async fn load_token(token: String) -> Result<TokenData, ServerFnError> {
         .map_err(fail)?;
     if claims.t == tollgate::token::Intent::Inspect {
         data.may_decide = false;
-        data.why_not = Some("This link may only show the request.".into());
+        data.why_not = Some(if sign_in_gate {
+            "This request is decided only by signed-in approvers: sign in to Tollgate to decide it.".into()
+        } else {
+            "This link may only show the request.".into()
+        });
     }
     Ok(TokenData::Open(Box::new(data)))
 }

@@ -12,6 +12,7 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use std::sync::Arc;
 use std::time::Duration;
 use tollgate::engine::outbox::OutboxItem;
+use tollgate::engine::MailLink;
 use tollgate::token::Intent;
 use tollgate::wire::when;
 use tollgate::wire::MailReason;
@@ -118,8 +119,8 @@ async fn deliver(
     }
     // The link is minted at delivery time so it never outlives the
     // interrupt; the engine decides what it may do for this recipient.
-    let (token, expires, intent) = match engine.mail_link_for(&item.interrupt_id, &recipient).await {
-        Ok(t) => t,
+    let mail_link = match engine.mail_link_for(&item.interrupt_id, &recipient).await {
+        Ok(link) => link,
         Err(EngineError::NotFound(_)) => {
             let _ = engine
                 .outbox_drop(item.id, "the interrupt is no longer open".into())
@@ -141,9 +142,9 @@ async fn deliver(
         .as_deref()
         .unwrap_or_default()
         .trim_end_matches('/');
-    let link = format!("{base}/t/{token}");
+    let link = format!("{base}/t/{}", mail_link.token);
     let (view, still) = match (
-        engine.inspect_by_token(&token).await,
+        engine.inspect_by_token(&mail_link.token).await,
         engine.still_open_for(&item.interrupt_id, &recipient.id).await,
     ) {
         (Ok((view, _)), Ok(still)) => (view, still),
@@ -163,7 +164,13 @@ async fn deliver(
             return;
         }
     };
-    let decides = intent == Intent::Resolve;
+    let MailLink {
+        token: _,
+        expires_at: expires,
+        intent,
+        sign_in_to_decide,
+    } = mail_link;
+    let decides = intent == Intent::Resolve || sign_in_to_decide;
     let title = view.title.clone();
     let reminder = item.mail_reason() == Some(MailReason::Reminder);
     let subject = match (reminder, decides) {
@@ -171,27 +178,30 @@ async fn deliver(
         (_, true) => format!("Decision needed: {title}"),
         (_, false) => format!("For your information: {title}"),
     };
-    let (intro, open, what) = match (reminder, decides) {
-        (true, true) => (
-            "A decision you can make is still open and its deadline is near:",
+    let intro = match (reminder, decides) {
+        (true, true) => "A decision you can make is still open and its deadline is near:",
+        (true, false) => "A request you were told about is still open and its deadline is near:",
+        (false, true) => "A workflow is waiting for your decision:",
+        (false, false) => "A workflow is waiting for a decision, and you were asked to be told:",
+    };
+    let (open, what, label) = if sign_in_to_decide {
+        (
+            "Open this link to see the details, then sign in to Tollgate to decide:",
+            "This gate is decided only by signed-in approvers: the link shows the request but cannot decide it.",
+            "View the request",
+        )
+    } else if decides {
+        (
             "Open this link to see the details and decide:",
             "Opening it changes nothing; deciding happens on the page.",
-        ),
-        (true, false) => (
-            "A request you were told about is still open and its deadline is near:",
+            "Open and decide",
+        )
+    } else {
+        (
             "Open this link to see the details (view only):",
             "This link is view-only: it shows the request, but you may not decide it.",
-        ),
-        (_, true) => (
-            "A workflow is waiting for your decision:",
-            "Open this link to see the details and decide:",
-            "Opening it changes nothing; deciding happens on the page.",
-        ),
-        (_, false) => (
-            "A workflow is waiting for a decision, and you were asked to be told:",
-            "Open this link to see the details (view only):",
-            "This link is view-only: it shows the request, but you may not decide it.",
-        ),
+            "View the request",
+        )
     };
     // Said in UTC, naming the zone: the server does not know the reader's.
     let say = |at| when::describe(at, engine.now(), &jiff::tz::TimeZone::UTC);
@@ -208,12 +218,7 @@ async fn deliver(
         approvals_needed: still.approvals_needed,
         link: Some(Link {
             url: link,
-            label: if decides {
-                "Open and decide"
-            } else {
-                "View the request"
-            }
-            .into(),
+            label: label.into(),
             open: open.into(),
         }),
         note: format!("The link is yours alone; it expires {}. {what}", say(expires)),

@@ -61,6 +61,12 @@ pub(super) fn compile(
     inputs: &Map<String, Value>,
     caps: &Capabilities,
 ) -> Result<Compiled> {
+    if type_id != "core.approvalGate" && config.get("profile").is_some() {
+        return Err(node_err(
+            node,
+            "config.profile: only a core.approvalGate takes a profile (openwop-interrupt-auth-required)",
+        ));
+    }
     match type_id {
         "core.noop" => Ok(plain(NodeBehaviour::Noop)),
         "core.delay" => {

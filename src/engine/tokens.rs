@@ -57,7 +57,7 @@ impl Engine {
             .ok_or_else(|| {
                 EngineError::NotFound(format!("no pending interrupt on \"{node_id}\" in run {run_id}"))
             })?;
-        self.sign_for(&interrupt, recipient, intent, self.api_link_ms())
+        self.sign_as_asked(&interrupt, recipient, intent)
     }
 
     /// Mints a token on exactly `interrupt_id` while it is pending (a mail
@@ -69,7 +69,26 @@ impl Engine {
         intent: Intent,
     ) -> Result<(String, Millis)> {
         let interrupt = self.pending_interrupt(interrupt_id).await?;
-        self.sign_for(&interrupt, recipient, intent, self.api_link_ms())
+        self.sign_as_asked(&interrupt, recipient, intent)
+    }
+
+    /// An API link that does exactly what was asked, or `SignInRequired`
+    /// for a decision link on a gate no link may decide.
+    fn sign_as_asked(
+        &self,
+        interrupt: &InterruptRow,
+        recipient: &Principal,
+        intent: Intent,
+    ) -> Result<(String, Millis)> {
+        if Self::link_intent(interrupt, intent) != intent {
+            return Err(EngineError::SignInRequired(
+                "this gate is decided only by a signed-in approver (profile openwop-interrupt-auth-required): \
+                 only an inspect link can be minted for it"
+                    .into(),
+            ));
+        }
+        let (token, expires, _) = self.sign_for(interrupt, recipient, intent, self.api_link_ms())?;
+        Ok((token, expires))
     }
 
     /// A link for `actor` on the pending interrupt at `node_id`, as
@@ -94,11 +113,12 @@ impl Engine {
             _ if may_decide => Intent::Resolve,
             _ => Intent::Inspect,
         };
-        match self
-            .mint_token_for(&view.interrupt_id, &actor.principal, intent)
-            .await
-        {
-            Ok((token, expires)) => Ok(Some((token, expires, intent))),
+        let signed = match self.pending_interrupt(&view.interrupt_id).await {
+            Ok(interrupt) => self.sign_for(&interrupt, &actor.principal, intent, self.api_link_ms()),
+            Err(e) => Err(e),
+        };
+        match signed {
+            Ok(link) => Ok(Some(link)),
             // Resolved between the read and the mint.
             Err(EngineError::NotFound(_)) => Ok(None),
             Err(e) => Err(e),
@@ -114,11 +134,7 @@ impl Engine {
     /// run's owner and the person it is for, always) gets an inspect link. `NotFound`
     /// when the interrupt is no longer pending; `Forbidden` when the
     /// recipient is not of the run's tenant (no link at all).
-    pub async fn mail_link_for(
-        &self,
-        interrupt_id: &str,
-        recipient: &Principal,
-    ) -> Result<(String, Millis, Intent)> {
+    pub async fn mail_link_for(&self, interrupt_id: &str, recipient: &Principal) -> Result<MailLink> {
         let interrupt = self.pending_interrupt(interrupt_id).await?;
         let requesters = self.requesters_of(&interrupt.run_id).await?;
         let intent = if requesters.contains(&recipient.id) {
@@ -131,8 +147,13 @@ impl Engine {
             self.intent_for(&interrupt, recipient, &requesters).await?
         };
         let mail_ttl = *self.inner.mail_link_ttl_ms.read().expect("lock");
-        let (token, expires) = self.sign_for(&interrupt, recipient, intent, mail_ttl)?;
-        Ok((token, expires, intent))
+        let (token, expires, signed) = self.sign_for(&interrupt, recipient, intent, mail_ttl)?;
+        Ok(MailLink {
+            token,
+            expires_at: expires,
+            intent: signed,
+            sign_in_to_decide: signed != intent,
+        })
     }
 
     /// The link a run callback about `interrupt_id` carries for its
@@ -160,7 +181,7 @@ impl Engine {
             Err(EngineError::Forbidden(_)) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let (token, expires) = self.sign_for(&interrupt, &owner, intent, self.api_link_ms())?;
+        let (token, expires, intent) = self.sign_for(&interrupt, &owner, intent, self.api_link_ms())?;
         Ok(Some(CallbackLink {
             token,
             expires_at: expires,
@@ -210,13 +231,17 @@ impl Engine {
         Ok(())
     }
 
+    /// Signs a link, with what it may do: on a gate only a signed-in
+    /// principal decides, an inspect link whatever was asked
+    /// ([`Engine::link_intent`]).
     pub(super) fn sign_for(
         &self,
         interrupt: &InterruptRow,
         recipient: &Principal,
         intent: Intent,
         ttl: Millis,
-    ) -> Result<(String, Millis)> {
+    ) -> Result<(String, Millis, Intent)> {
+        let intent = Self::link_intent(interrupt, intent);
         let now = self.now();
         let expires = interrupt.deadline_at.map_or(now + ttl, |d| d.min(now + ttl));
         let claims = Claims {
@@ -230,7 +255,17 @@ impl Engine {
             j: ids::new_opaque(),
         };
         let token = self.inner.tokens.read().expect("lock").sign(&claims)?;
-        Ok((token, expires))
+        Ok((token, expires, intent))
+    }
+
+    /// What a link asked to do `intent` on `interrupt` may do: never decide
+    /// a gate only a signed-in principal decides.
+    pub(super) fn link_intent(interrupt: &InterruptRow, intent: Intent) -> Intent {
+        if requires_sign_in(interrupt) {
+            Intent::Inspect
+        } else {
+            intent
+        }
     }
 
     /// The credential part of the ladder, without reading the database:
@@ -290,7 +325,14 @@ impl Engine {
         resume_value: Value,
         idem: Option<Idem>,
     ) -> Result<Outcome<Resolved>> {
-        let (claims, _) = self.check_token(token).await?;
+        let (claims, interrupt) = self.check_token(token).await?;
+        if requires_sign_in(&interrupt) {
+            return Err(EngineError::SignInRequired(
+                "this gate is decided only by a signed-in approver (profile openwop-interrupt-auth-required); \
+                 sign in to the console or use an API key"
+                    .into(),
+            ));
+        }
         if claims.t == Intent::Inspect {
             return Err(EngineError::Forbidden(
                 "this link may only inspect the interrupt".into(),
@@ -354,6 +396,17 @@ impl Engine {
     }
 }
 
+/// The link a mail carries (see [`Engine::mail_link_for`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MailLink {
+    pub token: String,
+    pub expires_at: Millis,
+    pub intent: Intent,
+    /// The recipient may decide, but only signed in: the gate refuses links
+    /// (profile openwop-interrupt-auth-required), so this one only shows it.
+    pub sign_in_to_decide: bool,
+}
+
 /// A link minted for a callback's recipient (see [`Engine::callback_link_for`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallbackLink {
@@ -374,4 +427,10 @@ pub(crate) fn respond_held(is_person: bool, live_keys: &[Vec<Scope>]) -> bool {
                 .iter()
                 .any(|s| matches!(s, Scope::ApprovalsRespond | Scope::Admin))
         })
+}
+
+/// Whether only a signed-in principal may decide `interrupt` (its gate's
+/// `profile`, copied onto the interrupt with its rules).
+pub(crate) fn requires_sign_in(interrupt: &InterruptRow) -> bool {
+    interrupt.rules.as_ref().is_some_and(|r| r.requires_sign_in)
 }

@@ -156,6 +156,7 @@ impl Engine {
         });
         // The compiled contracts are cached by their text: no parse per view.
         let contract = crate::contract::cached(&row.contract)?.contract().clone();
+        let requires_sign_in = super::tokens::requires_sign_in(&row);
         Ok(InterruptView {
             payload,
             request: request.unwrap_or(Value::Null),
@@ -177,6 +178,7 @@ impl Engine {
             resolved_at: row.resolved_at.map(rfc3339),
             votes,
             quorum,
+            requires_sign_in,
         })
     }
 

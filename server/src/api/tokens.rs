@@ -139,7 +139,7 @@ pub async fn context(
         (status = 200, description = "Resolved, or a vote recorded (status unchanged)", body = ResolveResponse, headers(("OpenWOP-Idempotent-Replay" = Option<String>, description = "`true` on a replay"))),
         (status = 400, description = "`validation_error` (`details.field`, `details.errors`) or `idempotency_key_invalid`", body = ErrorEnvelope),
         (status = 401, description = "`interrupt_token_invalid`: grammar, algorithm, key id or MAC", body = ErrorEnvelope),
-        (status = 403, description = "`forbidden`: an inspect token, or the recipient is not eligible", body = ErrorEnvelope),
+        (status = 403, description = "`forbidden`: an inspect token, or the recipient is not eligible; `auth_elevation_required`: the gate is decided only by a signed-in approver (profile `openwop-interrupt-auth-required`), never by a link", body = ErrorEnvelope),
         (status = 404, description = "`not_found`: no such interrupt", body = ErrorEnvelope),
         (status = 405, description = "`method_not_allowed`", body = ErrorEnvelope),
         (status = 406, description = "`protocol_version_unsupported`: `OpenWOP-Version` asks for another major; `details.protocolVersions`", body = ErrorEnvelope),
