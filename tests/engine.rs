@@ -356,6 +356,28 @@ async fn timeout_rejects_whatever_on_timeout_says() {
     }
 }
 
+/// Between the deadline and the timer's sweep, no vote is taken: it could
+/// grant what the timeout rejects.
+#[tokio::test]
+async fn no_vote_is_taken_once_the_deadline_has_passed() {
+    let f = fixture().await;
+    let run = start(&f.engine, "conformance-approval-timeout-approve", json!({})).await;
+    f.clock.advance(1500);
+    let err = resolve(&f.engine, &run, "gate", "ann", json!({"action": "accept"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::AlreadyResolved(_)), "{err:?}");
+    assert!(err.to_string().contains("deadline"), "{err}");
+    assert_eq!(snapshot(&f.engine, &run).await["status"], "waiting-approval");
+    assert!(!types(&events(&f.engine, &run).await).contains(&"interrupt.resolved".to_string()));
+    // The sweep then rejects it, as a timeout always does.
+    assert_eq!(f.engine.fire_due().await.unwrap(), 1);
+    let s = snapshot(&f.engine, &run).await;
+    assert_eq!(s["status"], "failed");
+    assert_eq!(s["error"]["code"], "approval_rejected");
+    assert_projection_matches_log(&f.engine, &run).await;
+}
+
 #[tokio::test]
 async fn state_survives_a_restart_and_a_missed_deadline_fires_after_start() {
     let dir = tempfile::tempdir().unwrap();

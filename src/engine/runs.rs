@@ -283,6 +283,15 @@ impl Engine {
                 run.status
             )));
         }
+        if let Some(deadline) = interrupt.deadline_at.filter(|&d| d <= now) {
+            // Passed, though the timer has not fired it yet: a vote now could
+            // grant what the timeout rejects. Nothing is written; the timer
+            // resolves it as a timeout.
+            return Err(EngineError::AlreadyResolved(format!(
+                "the deadline of the interrupt on \"{node_id}\" passed at {}: it times out, and a timeout rejects",
+                crate::clock::rfc3339(deadline)
+            )));
+        }
         // A delegate's seat: read only when the caster is not eligible themselves.
         let delegators =
             || crate::store::delegations::delegators_of(conn, principal, &interrupt.interrupt_id, now);
