@@ -213,7 +213,7 @@ fn is_dashboard(path: &str) -> bool {
 pub fn guard(state: &AppState, req: &Request) -> Option<Response> {
     let path = req.uri().path();
     let console_post = req.method() == Method::POST
-        && !req.headers().contains_key(header::AUTHORIZATION)
+        && !is_api_call(req)
         && (path == "/signin"
             || path == "/signout"
             || path.starts_with("/t/")
@@ -239,6 +239,21 @@ pub fn guard(state: &AppState, req: &Request) -> Option<Response> {
         return Some(Redirect::to(&target).into_response());
     }
     None
+}
+
+/// A request an API key authenticates (`Authorization: Bearer`), which no
+/// browser sends by itself across sites, and that no session signs in: only
+/// such a request skips the cross-site check. A browser does send other
+/// schemes by itself (Basic, Digest or Negotiate credentials it holds for a
+/// proxy), and a signed-in session acts as its person whatever else a request carries.
+fn is_api_call(req: &Request<Body>) -> bool {
+    let bearer = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.get(..7))
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("bearer "));
+    bearer && req.extensions().get::<SignedIn>().is_none()
 }
 
 fn is_form_post(req: &Request<Body>) -> bool {

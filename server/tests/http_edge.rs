@@ -211,6 +211,21 @@ async fn bulk_decisions_refuse_cross_site_posts() {
     assert_eq!(post(None, "http://evil.example").await, 403);
     // Same-origin without a session: to the sign-in page, not refused.
     assert_eq!(post(Some("same-origin"), "null").await, 303);
+    // Credentials a browser sends by itself (for a proxy) do not make a post
+    // an API call: a cross-site sign-in post carrying them is still refused.
+    let status = client
+        .post(server.url("/signin"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("origin", "http://evil.example")
+        .header("sec-fetch-site", "cross-site")
+        .header("authorization", "Basic eDp5")
+        .body("user=nobody&password=wrong-password&next=%2F")
+        .send()
+        .await
+        .expect("post")
+        .status()
+        .as_u16();
+    assert_eq!(status, 403);
 }
 
 /// A console server function called directly answers an engine refusal with

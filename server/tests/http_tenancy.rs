@@ -655,6 +655,26 @@ async fn admin_operations_check_the_actor_and_stay_in_its_tenant() {
     assert!(people.contains("ux-ann"));
     let (_, keys) = admin.page("/dashboard/keys").await;
     assert!(!keys.contains("dx-reader"), "another tenant's keys");
+    // A cross-site post with the admin's cookie is refused whatever
+    // `Authorization` the browser adds by itself, a bearer one included:
+    // the session, not the header, would act.
+    for authorization in [
+        "Basic eDp5",
+        "Negotiate abc",
+        "Bearer not-a-key",
+        "bearer ux-admin-key-0123456789",
+    ] {
+        let status = admin
+            .post_cross_site(
+                "/dashboard/people",
+                &[("id", "mallory"), ("name", "Mallory")],
+                authorization,
+            )
+            .await;
+        assert_eq!(status, 403, "{authorization}");
+    }
+    let (_, people) = admin.page("/dashboard/people").await;
+    assert!(!people.contains("mallory"), "nothing was saved");
 }
 
 /// Point 4: one refine on a two-approver gate does not pay; it fails the gate

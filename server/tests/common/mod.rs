@@ -845,6 +845,23 @@ impl<'a> Browser<'a> {
         res
     }
 
+    /// A form post from another site that also carries `authorization` (as
+    /// a browser adds credentials it holds for a proxy by itself).
+    pub async fn post_cross_site(&self, path: &str, fields: &[(&str, &str)], authorization: &str) -> u16 {
+        self.client
+            .post(self.s.url(path))
+            .header("cookie", &self.cookie)
+            .header("origin", "http://evil.example")
+            .header("sec-fetch-site", "cross-site")
+            .header("authorization", authorization)
+            .form(fields)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+
     pub async fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> (u16, String) {
         let res = self
             .client
