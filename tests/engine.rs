@@ -1009,6 +1009,40 @@ async fn idempotency_replays_and_refuses_a_different_body() {
     ));
 }
 
+/// A key stands for one caller's request: another caller presenting it is
+/// refused as a mismatch and never given the stored answer.
+#[tokio::test]
+async fn an_idempotency_key_replays_only_to_its_own_caller() {
+    let f = fixture().await;
+    let run = start(&f.engine, "conformance-approval", json!({})).await;
+    let body = json!({"action": "accept"});
+    let key = "shared-key-0123456789abcdef";
+    let vote = |who: &'static str| {
+        let (e, run, body) = (f.engine.clone(), run.clone(), body.clone());
+        async move {
+            let a = actor(&e, who).await;
+            let idem = Idem::new(key, "resolveInterrupt", &body).unwrap();
+            e.resolve(&run, "gate", body, &a, Some(idem)).await.unwrap()
+        }
+    };
+    let first = vote("ann").await;
+    assert!(!first.replayed);
+    first.result.unwrap();
+    // ann again: her own answer, replayed.
+    let again = vote("ann").await;
+    assert!(again.replayed);
+    again.result.unwrap();
+    // cat and bob with ann's key and body: no replay of her answer.
+    for who in ["cat", "bob"] {
+        let other = vote(who).await;
+        assert!(!other.replayed, "{who}");
+        assert!(
+            matches!(other.result, Err(EngineError::IdempotencyMismatch)),
+            "{who}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_definition_registered_through_another_engine_is_found_at_once() {
     let f = fixture().await;

@@ -32,9 +32,15 @@ impl Idem {
 
 /// Runs `op` under an optional Idempotency-Key: a stored outcome for the same
 /// key and body is replayed; the same key with another body is refused.
+/// The request a key stands for includes who sent it (`caller`, a
+/// principal id): another caller presenting the same key is refused as a
+/// mismatch and never given the stored answer, which their own request
+/// might not have earned (an approver's vote replayed to someone who may
+/// not vote).
 pub(super) fn run_idempotent<T, F>(
     conn: &WriteConn,
     tenant: &str,
+    caller: &str,
     idem: Option<Idem>,
     op: F,
 ) -> Result<Outcome<T>>
@@ -42,13 +48,14 @@ where
     T: Serialize + DeserializeOwned,
     F: FnOnce(&WriteConn) -> Result<T>,
 {
-    let Some(idem) = idem else {
+    let Some(mut idem) = idem else {
         // Without a key an error simply rolls the command back (the writer's savepoint).
         return op(conn).map(|v| Outcome {
             result: Ok(v),
             replayed: false,
         });
     };
+    idem.digest = hex::encode(Sha256::digest(format!("{}\n{caller}", idem.digest).as_bytes()));
     // Two instances given the same key at once: the second waits here for
     // the first to commit, then replays its record.
     store::lock_key(conn, tenant, &idem.operation, &idem.key)?;

@@ -73,12 +73,13 @@ impl Engine {
             callback_url,
             requested_by,
         };
+        let caller = actor.principal.id.clone();
         // Exec reads and decides, and writes only in `finish`.
         let outcome = self
             .inner
             .store
             .write_decided(move |conn| {
-                run_idempotent(conn, &tenant, idem, |conn| {
+                run_idempotent(conn, &tenant, &caller, idem, |conn| {
                     let run = Exec::start(conn, &wf, new, now)?.finish()?;
                     Ok(RunCreated {
                         run_id: run.run_id,
@@ -154,7 +155,8 @@ impl Engine {
             .inner
             .store
             .write(move |conn| {
-                run_idempotent(conn, &tenant, idem, |conn| {
+                let caller = by.clone();
+                run_idempotent(conn, &tenant, &caller, idem, |conn| {
                     let run = load_run_for_update(conn, &rid)?
                         .ok_or_else(|| EngineError::NotFound(format!("no run {rid}")))?;
                     if run.is_terminal() {
@@ -223,7 +225,7 @@ impl Engine {
             .inner
             .store
             .write_decided(move |conn| {
-                run_idempotent(conn, &tenant, idem, |conn| {
+                run_idempotent(conn, &tenant, &actor.principal.id, idem, |conn| {
                     this.apply_resolve(
                         conn,
                         &rid,
