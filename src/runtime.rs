@@ -1379,19 +1379,6 @@ pub(crate) fn decide(
     });
 
     if kind == InterruptKind::Approval {
-        // `decidedBy` is recorded with the decision and routing may read it:
-        // it may only name the person deciding (`resolvedBy` says who that is).
-        if let Some(by) = resume_value.get("decidedBy").and_then(Value::as_str) {
-            if !crate::directory::names(by, &principal.id) {
-                return Err(EngineError::validation(
-                    "resumeValue.decidedBy",
-                    format!(
-                        "decidedBy names {by:?}, not {}, who is deciding; leave it out (the engine records who decided)",
-                        principal.id
-                    ),
-                ));
-            }
-        }
         // Every recorded approval carries when it was decided: the server's time unless the client said.
         let stamped;
         let resume_value = if resume_value.get("decidedAt").is_none() && resume_value.is_object() {
