@@ -92,6 +92,30 @@ fn public_url_is_https(config: &Config) -> bool {
         .is_some_and(|u| u.starts_with("https://"))
 }
 
+/// What no route serves, answered here rather than by the console's
+/// fallback: a path with a dot segment (which browsers resolve before they
+/// send; the console's router would resolve it too, and draw a page the
+/// sign-in check never saw), and any request that is neither a browser's
+/// page nor a static file, which gets the API's JSON `404 not_found`.
+fn unrouted(req: &axum::extract::Request) -> Option<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let path = req.uri().path();
+    let dot_segment = path.split('/').any(|segment| {
+        let decoded = segment.to_ascii_lowercase().replace("%2e", ".");
+        decoded == "." || decoded == ".."
+    });
+    let not_found = |message: String| {
+        Some(api::error::ApiError::from(tollgate::EngineError::NotFound(message)).into_response())
+    };
+    if dot_segment {
+        return not_found("no such path: it has a \".\" or \"..\" segment".into());
+    }
+    if !crate::session::is_browser(req) && !crate::headers::is_static_asset(path) {
+        return not_found(format!("no route for {} {path}", req.method()));
+    }
+    None
+}
+
 /// The whole application without the session layer (which `serve` adds
 /// outermost): REST API, console pages and posts, static files.
 pub fn router(state: AppState) -> Router {
@@ -115,6 +139,10 @@ pub fn router(state: AppState) -> Router {
         let leptos = leptos.clone();
         move || tollgate_app::shell(leptos.clone())
     };
+    // Static files, and the console's own not-found page for browsers; the
+    // pages it draws read the engine like every other.
+    let files =
+        leptos_axum::file_and_error_handler_with_context::<AppState, _>(context.clone(), tollgate_app::shell);
     let console: Router = Router::new()
         .leptos_routes_with_context(&state, interrupt_pages, context.clone(), shell.clone())
         .route(
@@ -133,10 +161,20 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::dashboard::routes())
         .merge(crate::delegations::routes())
         .merge(api::router(&state))
-        .leptos_routes_with_context(&state, pages, context, shell)
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
-            tollgate_app::shell,
-        ))
+        .leptos_routes_with_context(&state, pages, context.clone(), shell)
+        .fallback(
+            move |uri: axum::http::Uri,
+                  state: axum::extract::State<AppState>,
+                  req: axum::extract::Request| {
+                let files = files.clone();
+                async move {
+                    match unrouted(&req) {
+                        Some(answer) => answer,
+                        None => files(uri, state, req).await,
+                    }
+                }
+            },
+        )
         // One stack, outermost first, applied to each route once: a layer
         // of its own per `Router::layer` would box every route once per
         // layer, and each `from_fn` clones what it wraps per request, so the

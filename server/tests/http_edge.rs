@@ -262,3 +262,60 @@ async fn console_server_functions_answer_refusals_with_their_status() {
         assert!(body.starts_with("Args|"), "{args:?}: {body}");
     }
 }
+
+/// The status line of a request sent as written (an HTTP client would
+/// resolve `.` and `..` segments before sending, as browsers do).
+async fn raw_status(server: &Server, method: &str, path: &str, headers: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}Content-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("read");
+    let answer = String::from_utf8_lossy(&answer);
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {answer}"))
+}
+
+/// What no route serves: a path with dot segments is no page (it used to be
+/// drawn by the console's fallback without the engine, a 500), and an API
+/// client gets the JSON error envelope rather than the console's HTML.
+#[tokio::test]
+async fn unrouted_paths_answer_404_never_a_page_or_a_crash() {
+    let (server, _dir) = Server::start_fresh().await;
+    for (method, path) in [
+        ("GET", "/./"),
+        ("GET", "/x/../"),
+        ("GET", "/%2e/dashboard"),
+        ("POST", "/x/../dashboard/keys"),
+        ("GET", "/runs/../dashboard/keys"),
+    ] {
+        let status = raw_status(&server, method, path, "Accept: text/html\r\n").await;
+        assert_eq!(status, 404, "{method} {path}");
+    }
+    let res = server
+        .client
+        .get(server.url("/v1/runs"))
+        .header("authorization", "Bearer not-a-key")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(res.status().as_u16(), 404);
+    let body: serde_json::Value = res.json().await.expect("a JSON body");
+    assert_eq!(body["error"], "not_found", "{body}");
+    assert!(
+        body["message"].as_str().unwrap_or("").contains("/v1/runs"),
+        "{body}"
+    );
+    // A browser still gets the console's own page.
+    let (status, _, html) = page(&server, "/no-such-page").await;
+    assert_eq!(status, 404);
+    assert!(html.contains("<html"), "{html}");
+    assert!(!server.output().contains("panicked"), "no handler panicked");
+}
