@@ -105,7 +105,13 @@ fn unrouted(req: &axum::extract::Request) -> Option<axum::response::Response> {
         decoded == "." || decoded == ".."
     });
     let not_found = |message: String| {
-        Some(api::error::ApiError::from(tollgate::EngineError::NotFound(message)).into_response())
+        let mut answer = api::error::ApiError::from(tollgate::EngineError::NotFound(message)).into_response();
+        // A protocol answer like the API's own (`api::edge`).
+        answer.headers_mut().insert(
+            "openwop-version",
+            axum::http::HeaderValue::from_static(api::PROTOCOL_VERSION),
+        );
+        Some(answer)
     };
     if dot_segment {
         return not_found("no such path: it has a \".\" or \"..\" segment".into());

@@ -307,6 +307,7 @@ async fn unrouted_paths_answer_404_never_a_page_or_a_crash() {
         .await
         .expect("request");
     assert_eq!(res.status().as_u16(), 404);
+    assert_eq!(res.headers()["openwop-version"], "2.0");
     let body: serde_json::Value = res.json().await.expect("a JSON body");
     assert_eq!(body["error"], "not_found", "{body}");
     assert!(
