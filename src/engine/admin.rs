@@ -458,8 +458,10 @@ impl Engine {
         let roles = clean("roles", edit.roles)?;
         if let Some(existing) = self.principal(&id).await? {
             if existing.tenant != tenant {
+                // Ids are one namespace across tenants; say it is taken,
+                // never whose it is.
                 return Err(EngineError::Conflict(format!(
-                    "principal \"{id}\" belongs to another tenant"
+                    "the id \"{id}\" is already taken; choose another"
                 )));
             }
         }
