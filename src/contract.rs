@@ -167,9 +167,21 @@ pub fn compile_object_schema(schema: &Value) -> Result<jsonschema::Validator, St
     if !describes_object {
         return Err("must describe a JSON object (\"type\": \"object\")".into());
     }
-    // Formats (date, email, uri, …) are checked too: the console draws them, the server enforces them.
+    build_validator(schema)
+}
+
+/// Compiles a schema from a definition the way every such schema is checked:
+/// formats (date, email, uri, …) enforced, since the console draws them and
+/// the server enforces them; and `pattern` run by the `regex` engine, whose
+/// matching time is linear in the text, so no pattern can hold up the writer
+/// that validates every tenant's commands (a backtracking engine let one
+/// definition's patterns take seconds per request). Patterns that need
+/// backtracking (backreferences, lookaround) do not compile: the definition
+/// is refused where it is registered.
+pub fn build_validator(schema: &Value) -> std::result::Result<jsonschema::Validator, String> {
     jsonschema::options()
         .should_validate_formats(true)
+        .with_pattern_options(jsonschema::PatternOptions::regex())
         .build(schema)
         .map_err(|e| format!("invalid JSON Schema: {e}"))
 }
@@ -263,6 +275,22 @@ mod tests {
             "{not_object}"
         );
         assert!(CompiledContract::compile(contract(json!(true), object_schema()), "n").is_err());
+    }
+
+    /// Patterns run on a linear-time engine: what needs backtracking is
+    /// refused when the schema is compiled, nested repetition still matches.
+    #[test]
+    fn patterns_that_need_backtracking_are_refused_and_others_match() {
+        let with = |pattern: &str| json!({"type": "object", "properties": {"code": {"type": "string", "pattern": pattern}}});
+        for backtracking in [r"^(a|a)*\1c$", r"^(?=a)a$", r"^(?!x).*$"] {
+            let err = compile_object_schema(&with(backtracking)).unwrap_err();
+            assert!(err.starts_with("invalid JSON Schema"), "{backtracking}: {err}");
+        }
+        let v = compile_object_schema(&with(r"^(a+)+$")).unwrap();
+        assert!(v.is_valid(&json!({"code": "aaaa"})));
+        let long = format!("{}!", "a".repeat(40));
+        assert!(!v.is_valid(&json!({"code": long})));
+        validate_with(&v, &json!({"code": long}), "resumeValue").unwrap_err();
     }
 
     #[test]

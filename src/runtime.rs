@@ -1581,7 +1581,7 @@ pub(crate) fn decide(
                     }
                     Some(answer) => {
                         if let Some(schema) = q.get("schema") {
-                            let v = jsonschema::validator_for(schema)
+                            let v = crate::contract::build_validator(schema)
                                 .map_err(|e| EngineError::Internal(format!("question schema: {e}")))?;
                             crate::contract::validate_with(&v, answer, &field)?;
                         }

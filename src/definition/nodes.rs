@@ -310,6 +310,9 @@ fn check_questions(node: &str, questions: &[Value]) -> Result<()> {
                     format!("config.questions[{i}].schema: invalid JSON Schema: {e}"),
                 )
             })?;
+            // Compiled as an answer will be checked (its patterns included).
+            crate::contract::build_validator(s)
+                .map_err(|e| node_err(node, format!("config.questions[{i}].schema: {e}")))?;
         }
         if let Some(found) = secrets::solicited_by_question(q) {
             return Err(node_err(
