@@ -58,6 +58,21 @@ pub fn optional_text(text: Option<String>, field: &str, max_chars: usize) -> Res
 }
 
 /// Refuses a NUL character in `text`, naming `field`.
+/// One line of plain text (a person's name, an address): no control
+/// characters — a line break in a name would end a mail header early.
+pub fn refuse_control_str(text: &str, field: &str) -> Result<()> {
+    match text.chars().find(|c| c.is_control()) {
+        None => Ok(()),
+        Some(c) => Err(EngineError::validation(
+            field,
+            format!(
+                "{field}: must be one line of text without control characters (found U+{:04X})",
+                c as u32
+            ),
+        )),
+    }
+}
+
 pub fn refuse_nul_str(text: &str, field: &str) -> Result<()> {
     if text.contains('\0') {
         return Err(EngineError::validation(

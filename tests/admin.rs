@@ -408,6 +408,41 @@ async fn directory_edits_are_validated_and_scoped_to_the_tenant() {
         name: "Eve".into(),
         ..Default::default()
     };
+    // A name or address is one line: a line break would end a mail header
+    // (lettre cannot write one), on the dashboard and every other way in.
+    for name in ["Pat\nX", "Pat\r\nBcc: x@evil.test", "Pat\u{85}X"] {
+        let edit = PrincipalEdit {
+            id: "pat".into(),
+            name: name.into(),
+            ..Default::default()
+        };
+        let err = f.engine.save_principal(&admin("acme"), edit).await.unwrap_err();
+        assert!(
+            matches!(&err, EngineError::Validation { field: Some(f), .. } if f == "name"),
+            "{err:?}"
+        );
+        let err = f
+            .engine
+            .upsert_principal(Principal {
+                id: "pat".into(),
+                tenant: "acme".into(),
+                name: name.into(),
+                email: None,
+                groups: vec![],
+                roles: vec![],
+                is_override: false,
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, EngineError::Validation { field: Some(f), .. } if f == "name"),
+            "{err:?}"
+        );
+    }
+    assert!(
+        f.engine.principal("pat").await.unwrap().is_none(),
+        "nothing saved"
+    );
     let err = f.engine.save_principal(&admin("acme"), steal).await.unwrap_err();
     assert!(matches!(err, EngineError::Conflict(_)), "{err:?}");
     assert!(

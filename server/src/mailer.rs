@@ -6,9 +6,11 @@
 //! view-only (and said so) for anyone else.
 
 use crate::config::{Config, SmtpConfig, SmtpTls};
+use futures_util::FutureExt;
 use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 use tollgate::engine::outbox::OutboxItem;
@@ -63,7 +65,18 @@ pub async fn run(engine: Engine, config: Arc<Config>) {
             Ok(items) => {
                 let full = items.len() as i64 == MAIL_BATCH;
                 for item in items {
-                    deliver(&engine, &config, smtp.as_ref(), item).await;
+                    // A message that panics (a header lettre cannot write)
+                    // fails on its own; the worker goes on with the others.
+                    let id = item.id;
+                    let delivered = AssertUnwindSafe(deliver(&engine, &config, smtp.as_ref(), item))
+                        .catch_unwind()
+                        .await;
+                    if delivered.is_err() {
+                        tracing::error!(id, "building or sending a mail panicked; it is retried later");
+                        let _ = engine
+                            .outbox_failed(id, "the mail could not be built".into())
+                            .await;
+                    }
                 }
                 if full {
                     continue;
@@ -76,6 +89,15 @@ pub async fn run(engine: Engine, config: Arc<Config>) {
         ))
         .await;
     }
+}
+
+/// `text` with each control character (a line break) as a space: for a
+/// header, which one line break would end (names stored before they were
+/// refused, titles made from a run's inputs).
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 /// Messages claimed at a time (see `OUTBOX_LEASE_MS`: 5 × the 20 s SMTP timeout fits).
@@ -236,6 +258,8 @@ async fn send(
     mail: &Mail,
 ) {
     let text = mail.text();
+    // A title is a run's text and may hold line breaks: the subject is one line.
+    let subject = one_line(&subject);
     // The outbox keeps the text part (with its link redacted).
     let rendered = format!("To: {}\nSubject: {subject}\n\n{text}", item.address);
     let Some(smtp) = smtp else {
@@ -248,7 +272,10 @@ async fn send(
     let message = (|| -> anyhow::Result<Message> {
         Ok(Message::builder()
             .from(from.parse::<Mailbox>()?)
-            .to(Mailbox::new(Some(recipient.name.clone()), item.address.parse()?))
+            .to(Mailbox::new(
+                Some(one_line(&recipient.name)),
+                item.address.parse()?,
+            ))
             .subject(subject)
             .multipart(MultiPart::alternative_plain_html(text, mail.html()))?)
     })();
@@ -265,5 +292,35 @@ async fn send(
     };
     if let Err(e) = recorded {
         tracing::error!(error = %e, "recording delivery state failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name with a line break makes lettre panic as it writes the `To`
+    /// header; the mailer writes it as one line.
+    #[test]
+    fn a_name_or_subject_with_line_breaks_is_written_as_one_line() {
+        let name = "Pat\r\nBcc: x@evil.test";
+        assert_eq!(one_line(name), "Pat  Bcc: x@evil.test");
+        let message = Message::builder()
+            .from("tollgate@example.test".parse::<Mailbox>().unwrap())
+            .to(Mailbox::new(
+                Some(one_line(name)),
+                "pat@example.test".parse().unwrap(),
+            ))
+            .subject(one_line("Pay\nX-Evil: 1"))
+            .body(String::from("hello"))
+            .unwrap();
+        let head = String::from_utf8(message.formatted()).unwrap();
+        let headers: Vec<&str> = head.split("\r\n\r\n").next().unwrap().split("\r\n").collect();
+        assert!(
+            !headers
+                .iter()
+                .any(|h| h.starts_with("Bcc") || h.starts_with("X-Evil")),
+            "{headers:?}"
+        );
     }
 }

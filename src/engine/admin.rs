@@ -439,6 +439,7 @@ impl Engine {
             return Err(EngineError::validation("name", "name must be 1–200 characters"));
         }
         crate::text::refuse_nul_str(name, "name")?;
+        crate::text::refuse_control_str(name, "name")?;
         let email = edit.email.map(|e| e.trim().to_string()).filter(|e| !e.is_empty());
         if let Some(e) = &email {
             check_email(e)?;

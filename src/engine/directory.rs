@@ -8,6 +8,10 @@ impl Engine {
         // Every directory write comes through here: configuration, CLI, dashboard.
         ids::check_tenant_id("tenant", &p.tenant)?;
         super::admin::check_memberships(&p)?;
+        crate::text::refuse_control_str(&p.name, "name")?;
+        if let Some(email) = &p.email {
+            crate::text::refuse_control_str(email, "email")?;
+        }
         self.inner.principals.write().expect("lock").remove(&p.id);
         let id = p.id.clone();
         let notice = self.peer_message(peers::Change::Principal(id.clone()));
