@@ -87,7 +87,9 @@ pub fn seat(
 }
 
 /// The window of a new delegation, checked: it ends after it starts, after
-/// `now`, and within [`MAX_DELEGATION_MS`] of its start.
+/// `now`, and within [`MAX_DELEGATION_MS`] of `now` — so no string of
+/// back-to-back delegations, or one starting years ahead, hands decisions
+/// over for longer than that: each year's must be made within its year.
 pub fn check_window(starts_at: Millis, ends_at: Millis, now: Millis) -> Result<()> {
     if ends_at <= starts_at {
         return Err(EngineError::validation("endsAt", "endsAt must be after startsAt"));
@@ -95,10 +97,11 @@ pub fn check_window(starts_at: Millis, ends_at: Millis, now: Millis) -> Result<(
     if ends_at <= now {
         return Err(EngineError::validation("endsAt", "endsAt is in the past"));
     }
-    if ends_at - starts_at > MAX_DELEGATION_MS {
+    // Past `now` the window is never longer than this, wherever it starts.
+    if ends_at - now > MAX_DELEGATION_MS {
         return Err(EngineError::validation(
             "endsAt",
-            "a delegation runs at most 366 days",
+            "a delegation ends at most 366 days from now",
         ));
     }
     Ok(())
@@ -238,6 +241,13 @@ mod tests {
         assert!(check_window(10, 10, 0).is_err());
         assert!(check_window(0, 5, 5).is_err());
         assert!(check_window(0, MAX_DELEGATION_MS + 1, 0).is_err());
+        assert!(check_window(0, MAX_DELEGATION_MS, 0).is_ok());
+        // The next year's, made now: refused, whatever its own length.
+        let year = MAX_DELEGATION_MS;
+        assert!(check_window(year, 2 * year, 0).is_err());
+        assert!(check_window(10 * year, 10 * year + 1, 0).is_err());
+        // Made within its year, it is fine.
+        assert!(check_window(year, 2 * year, year + 1).is_ok());
         assert_eq!(check_reason(Some("  ".into())).unwrap(), None);
         assert!(check_reason(Some("x".repeat(501))).is_err());
     }
