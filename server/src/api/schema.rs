@@ -554,7 +554,7 @@ pub struct DelegationRequest {
     pub delegator: Option<String>,
     /// RFC 3339; default now (an earlier instant is now).
     pub starts_at: Option<String>,
-    /// RFC 3339, exclusive; after `startsAt` and now, at most 366 days after `startsAt`.
+    /// RFC 3339, exclusive; after `startsAt` and now, at most 366 days from now (wherever `startsAt` is).
     pub ends_at: String,
     #[schema(max_length = 500)]
     pub reason: Option<String>,

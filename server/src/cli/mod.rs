@@ -200,7 +200,7 @@ enum DelegationCommand {
     Add {
         /// Who takes the decisions (a person of your tenant).
         delegate: String,
-        /// When it ends, RFC 3339 (e.g. 2026-12-24T00:00:00Z); at most 366 days.
+        /// When it ends, RFC 3339 (e.g. 2026-12-24T00:00:00Z); at most 366 days from now.
         #[arg(long)]
         until: String,
         /// When it starts, RFC 3339 (default now).
