@@ -170,6 +170,9 @@ pub struct ServerConfig {
     pub timer_interval_ms: u64,
     /// Lifetime of interrupt links (capped at the interrupt's deadline).
     pub token_ttl_minutes: u64,
+    /// The live inbox stream ends after this long and the browser reopens it,
+    /// its session checked again (`live::inbox_stream`).
+    pub live_stream_renew_seconds: u64,
 }
 
 impl Default for ServerConfig {
@@ -181,6 +184,7 @@ impl Default for ServerConfig {
             site_root: None,
             timer_interval_ms: 200,
             token_ttl_minutes: 30,
+            live_stream_renew_seconds: 300,
         }
     }
 }

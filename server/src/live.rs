@@ -31,6 +31,9 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// as one event (a burst of runs causes one refetch, not one per run).
 pub const COALESCE: Duration = Duration::from_millis(150);
 
+/// How soon the browser reopens a renewed stream.
+const RENEW_RETRY: Duration = Duration::from_millis(500);
+
 /// Set when the server shuts down: open streams (the inbox's and the run
 /// event streams) end, so a graceful shutdown does not wait for clients.
 static CLOSING: LazyLock<watch::Sender<bool>> = LazyLock::new(|| watch::channel(false).0);
@@ -68,6 +71,15 @@ pub async fn inbox_stream(
         notices,
         closing: closing(),
         missed,
+        // The stream ends after `[server] live_stream_renew_seconds` and the
+        // browser opens it again (a short `retry` says how soon): the session
+        // is checked at each opening, so a stream held open by a session that
+        // has since signed out (or lost its password) stops within that, like
+        // every other request of that session.
+        renew_at: Some(
+            tokio::time::Instant::now()
+                + Duration::from_secs(state.config.server.live_stream_renew_seconds.max(1)),
+        ),
     };
     let mut res = Sse::new(stream::unfold(follow, next_event))
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
@@ -85,6 +97,8 @@ struct Follow {
     notices: broadcast::Receiver<String>,
     closing: watch::Receiver<bool>,
     missed: bool,
+    /// When to end the stream; `None` once its last event is sent.
+    renew_at: Option<tokio::time::Instant>,
 }
 
 fn inbox_event(changes: usize) -> Result<Event, Infallible> {
@@ -97,6 +111,7 @@ async fn next_event(mut f: Follow) -> Option<(Result<Event, Infallible>, Follow)
     if *f.closing.borrow() {
         return None;
     }
+    let renew_at = f.renew_at?;
     if f.missed {
         f.missed = false;
         return Some((inbox_event(1), f));
@@ -106,6 +121,11 @@ async fn next_event(mut f: Follow) -> Option<(Result<Event, Infallible>, Follow)
         let notice = tokio::select! {
             n = f.notices.recv() => n,
             _ = f.closing.changed() => return None,
+            _ = tokio::time::sleep_until(renew_at) => {
+                // The last event: reopen soon (and be checked again).
+                f.renew_at = None;
+                return Some((Ok(Event::default().retry(RENEW_RETRY).comment("renew")), f));
+            }
         };
         match notice {
             Ok(run_id) => match f

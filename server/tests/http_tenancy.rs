@@ -440,6 +440,35 @@ async fn the_live_inbox_follows_only_its_own_tenant() {
     assert!(inbox_event_within(&mut stream, 5000).await, "its own request is");
 }
 
+/// A live stream does not outlive its session: it ends after
+/// `live_stream_renew_seconds` (telling the browser to reopen it soon), and
+/// reopening it is checked like any request, so after sign-out it is 401.
+#[tokio::test]
+async fn a_signed_out_sessions_live_stream_ends() {
+    let dir = TestDir::new();
+    let config = config(&dir).replace(
+        "timer_interval_ms = 50",
+        "timer_interval_ms = 50\nlive_stream_renew_seconds = 1",
+    );
+    std::fs::write(dir.config_path(), config).expect("write config");
+    let s = Server::start(&dir).await;
+    let ann = Browser::sign_in(&s, "ux-ann", PASSWORD).await;
+    let mut stream = ann.stream().await;
+    let (status, _) = ann.post_form("/signout", &[]).await;
+    assert_eq!(status, 303);
+    // Read to the end (keep-alives and the renewal's `retry` come first).
+    let mut seen = String::new();
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Ok(Some(bytes)) = stream.chunk().await {
+            seen.push_str(&String::from_utf8_lossy(&bytes));
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream ended: {seen}");
+    assert!(seen.contains("retry: 500"), "{seen}");
+    assert_eq!(ann.try_stream().await.status().as_u16(), 401);
+}
+
 /// Point 3: only a caller who may decide gets a resolve-capable link.
 #[tokio::test]
 async fn links_are_resolve_capable_only_for_those_who_may_decide() {

@@ -833,16 +833,20 @@ impl<'a> Browser<'a> {
 
     /// Opens the live inbox stream.
     pub async fn stream(&self) -> reqwest::Response {
-        let res = self
-            .client
+        let res = self.try_stream().await;
+        assert_eq!(res.status().as_u16(), 200);
+        res
+    }
+
+    /// Asks for the live inbox stream, whatever the answer.
+    pub async fn try_stream(&self) -> reqwest::Response {
+        self.client
             .get(self.s.url("/inbox/stream"))
             .header("cookie", &self.cookie)
             .header("accept", "text/event-stream")
             .send()
             .await
-            .unwrap();
-        assert_eq!(res.status().as_u16(), 200);
-        res
+            .unwrap()
     }
 
     /// A form post from another site that also carries `authorization` (as
