@@ -17,8 +17,9 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use serde::Deserialize;
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 use tollgate::{Engine, Principal};
@@ -30,6 +31,40 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Changes arriving this soon after one that concerns the person are sent
 /// as one event (a burst of runs causes one refetch, not one per run).
 pub const COALESCE: Duration = Duration::from_millis(150);
+
+/// Live streams one person may hold open on this instance at once (tabs,
+/// devices); one more is refused with 429 until one closes.
+pub const STREAMS_PER_PERSON: usize = 16;
+
+/// Open streams by person, on this instance.
+static OPEN_STREAMS: LazyLock<Mutex<HashMap<String, usize>>> = LazyLock::new(Default::default);
+
+/// One open stream of a person; counted down when the stream is dropped.
+struct StreamSlot(String);
+
+impl StreamSlot {
+    fn take(principal: &str) -> Option<StreamSlot> {
+        let mut open = OPEN_STREAMS.lock().unwrap_or_else(|p| p.into_inner());
+        let held = open.entry(principal.to_string()).or_default();
+        if *held >= STREAMS_PER_PERSON {
+            return None;
+        }
+        *held += 1;
+        Some(StreamSlot(principal.to_string()))
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = OPEN_STREAMS.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(held) = open.get_mut(&self.0) {
+            *held -= 1;
+            if *held == 0 {
+                open.remove(&self.0);
+            }
+        }
+    }
+}
 
 /// How soon the browser reopens a renewed stream.
 const RENEW_RETRY: Duration = Duration::from_millis(500);
@@ -61,6 +96,18 @@ pub async fn inbox_stream(
     let Some(SignedIn(principal)) = req.extensions().get::<SignedIn>().cloned() else {
         return (StatusCode::UNAUTHORIZED, "sign in to follow the inbox").into_response();
     };
+    let Some(slot) = StreamSlot::take(&principal.id) else {
+        let mut refused = (
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("at most {STREAMS_PER_PERSON} live inbox streams per person are open at once; close one"),
+        )
+            .into_response();
+        refused.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("30"),
+        );
+        return refused;
+    };
     // Subscribe before comparing the count: a change is either counted
     // already or arrives on the receiver.
     let notices = state.engine.subscribe();
@@ -71,6 +118,7 @@ pub async fn inbox_stream(
         notices,
         closing: closing(),
         missed,
+        _slot: slot,
         // The stream ends after `[server] live_stream_renew_seconds` and the
         // browser opens it again (a short `retry` says how soon): the session
         // is checked at each opening, so a stream held open by a session that
@@ -99,6 +147,8 @@ struct Follow {
     missed: bool,
     /// When to end the stream; `None` once its last event is sent.
     renew_at: Option<tokio::time::Instant>,
+    /// Held while the stream is open.
+    _slot: StreamSlot,
 }
 
 fn inbox_event(changes: usize) -> Result<Event, Infallible> {

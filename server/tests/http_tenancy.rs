@@ -469,6 +469,23 @@ async fn a_signed_out_sessions_live_stream_ends() {
     assert_eq!(ann.try_stream().await.status().as_u16(), 401);
 }
 
+/// One person holds at most so many live streams at once; the next is 429.
+#[tokio::test]
+async fn a_person_holds_a_bounded_number_of_live_streams() {
+    let (s, _dir) = start().await;
+    let ann = Browser::sign_in(&s, "ux-ann", PASSWORD).await;
+    let mut open = Vec::new();
+    for _ in 0..16 {
+        open.push(ann.stream().await);
+    }
+    let refused = ann.try_stream().await;
+    assert_eq!(refused.status().as_u16(), 429);
+    assert!(refused.headers().contains_key("retry-after"));
+    // Someone else is not held back by ann's streams.
+    let admin = Browser::sign_in(&s, "ux-admin", PASSWORD).await;
+    admin.stream().await;
+}
+
 /// Point 3: only a caller who may decide gets a resolve-capable link.
 #[tokio::test]
 async fn links_are_resolve_capable_only_for_those_who_may_decide() {
