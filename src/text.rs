@@ -57,7 +57,6 @@ pub fn optional_text(text: Option<String>, field: &str, max_chars: usize) -> Res
     Ok(text)
 }
 
-/// Refuses a NUL character in `text`, naming `field`.
 /// One line of plain text (a person's name, an address): no control
 /// characters — a line break in a name would end a mail header early.
 pub fn refuse_control_str(text: &str, field: &str) -> Result<()> {
@@ -73,6 +72,7 @@ pub fn refuse_control_str(text: &str, field: &str) -> Result<()> {
     }
 }
 
+/// Refuses a NUL character in `text`, naming `field`.
 pub fn refuse_nul_str(text: &str, field: &str) -> Result<()> {
     if text.contains('\0') {
         return Err(EngineError::validation(
