@@ -186,22 +186,19 @@ async fn the_person_a_run_is_for_is_never_mailed_a_decision_link() {
     assert_eq!(w.mailed(&run).await, ["ann", "bea"]);
     let admin = w.actor("ann", &[Scope::Admin]).await;
     let view = w.engine.inspect_interrupt(&run, "gate", &admin).await.unwrap();
-    let linus = w.engine.principal("linus").await.unwrap().unwrap();
-    let intent = w
-        .engine
-        .mail_link_for(&view.interrupt_id, &linus)
-        .await
-        .unwrap()
-        .intent;
-    assert_eq!(intent, Intent::Inspect, "a link to him may only show the request");
-    let ann = w.engine.principal("ann").await.unwrap().unwrap();
-    let intent = w
-        .engine
-        .mail_link_for(&view.interrupt_id, &ann)
-        .await
-        .unwrap()
-        .intent;
-    assert_eq!(intent, Intent::Resolve);
+    let mailed_intent = |who: &'static str| {
+        let (engine, interrupt_id) = (w.engine.clone(), view.interrupt_id.clone());
+        async move {
+            let person = engine.principal(who).await.unwrap().unwrap();
+            engine.mail_link_for(&interrupt_id, &person).await.unwrap().intent
+        }
+    };
+    assert_eq!(
+        mailed_intent("linus").await,
+        Intent::Inspect,
+        "a link to him may only show the request"
+    );
+    assert_eq!(mailed_intent("ann").await, Intent::Resolve);
 
     // Without requestedBy the owner is the one not mailed (as before).
     let linus_key = w.actor("linus", CREATE).await;
