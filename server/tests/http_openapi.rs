@@ -646,6 +646,19 @@ async fn the_token_is_checked_before_the_body_and_ids_before_lookups() {
         .await;
     r.expect(400, Some("validation_error"));
     assert_eq!(r.body["details"]["field"], "nope");
+    // A bad afterSequence is refused even beside a good Last-Event-ID (which
+    // would otherwise win over it).
+    let r = s
+        .call(
+            Method::GET,
+            &format!("/runs/{}/events?afterSequence=-2", seg(&run)),
+            Some(ADMIN),
+            None,
+            &[("last-event-id", "1"), ("accept", "application/json")],
+        )
+        .await;
+    r.expect(400, Some("validation_error"));
+    assert_eq!(r.body["details"]["field"], "afterSequence");
     // A good Last-Event-ID resumes after it.
     let r = s
         .call(

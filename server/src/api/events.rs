@@ -86,16 +86,18 @@ pub async fn stream(
         return Err(ApiError::validation("bufferMs", "bufferMs must be ≥ 0"));
     }
     let run_id = parse_run_id(&run_id)?;
-    let after = match last_event_id(&headers)? {
-        Some(seq) => seq,
-        None => q.after_sequence.unwrap_or(-1),
-    };
-    if after < -1 {
+    // Checked even where `Last-Event-ID` wins over it: a bad parameter is
+    // refused whatever else the request says.
+    if q.after_sequence.is_some_and(|seq| seq < -1) {
         return Err(ApiError::validation(
             "afterSequence",
             "afterSequence must be ≥ -1",
         ));
     }
+    let after = match last_event_id(&headers)? {
+        Some(seq) => seq,
+        None => q.after_sequence.unwrap_or(-1),
+    };
     let wants_json = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
