@@ -81,11 +81,7 @@ impl Engine {
         intent: Intent,
     ) -> Result<(String, Millis)> {
         if Self::link_intent(interrupt, intent) != intent {
-            return Err(EngineError::SignInRequired(
-                "this gate is decided only by a signed-in approver (profile openwop-interrupt-auth-required): \
-                 only an inspect link can be minted for it"
-                    .into(),
-            ));
+            return Err(sign_in_required(": only an inspect link can be minted for it"));
         }
         let (token, expires, _) = self.sign_for(interrupt, recipient, intent, self.api_link_ms())?;
         Ok((token, expires))
@@ -327,11 +323,7 @@ impl Engine {
     ) -> Result<Outcome<Resolved>> {
         let (claims, interrupt) = self.check_token(token).await?;
         if requires_sign_in(&interrupt) {
-            return Err(EngineError::SignInRequired(
-                "this gate is decided only by a signed-in approver (profile openwop-interrupt-auth-required); \
-                 sign in to the console or use an API key"
-                    .into(),
-            ));
+            return Err(sign_in_required("; sign in to the console or use an API key"));
         }
         if claims.t == Intent::Inspect {
             return Err(EngineError::Forbidden(
@@ -433,4 +425,12 @@ pub(crate) fn respond_held(is_person: bool, live_keys: &[Vec<Scope>]) -> bool {
 /// `profile`, copied onto the interrupt with its rules).
 pub(crate) fn requires_sign_in(interrupt: &InterruptRow) -> bool {
     interrupt.rules.as_ref().is_some_and(|r| r.requires_sign_in)
+}
+
+/// The refusal of a link on a gate only a signed-in principal decides,
+/// ending with `what_instead`.
+fn sign_in_required(what_instead: &str) -> EngineError {
+    EngineError::SignInRequired(format!(
+        "this gate is decided only by a signed-in approver (profile openwop-interrupt-auth-required){what_instead}"
+    ))
 }
