@@ -463,6 +463,70 @@ impl Config {
 mod tests {
     use super::*;
 
+    /// The reference block of `docs/configuration.md` with its commented
+    /// keys (`# key = value`) uncommented; prose comments stay comments.
+    fn documented_reference() -> String {
+        let doc = include_str!("../../docs/configuration.md");
+        let block = doc
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("docs/configuration.md has a ```toml block");
+        block
+            .lines()
+            .map(|line| {
+                let commented = line.trim_start().strip_prefix("# ");
+                match commented {
+                    Some(rest)
+                        if rest.split_once(" = ").is_some_and(|(k, _)| {
+                            !k.is_empty() && k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                        }) =>
+                    {
+                        rest.to_string()
+                    }
+                    _ => line.to_string(),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn the_documented_reference_names_only_keys_the_server_reads_with_their_defaults() {
+        let text = documented_reference();
+        let documented: Config = Figment::from(Serialized::defaults(Config::default()))
+            .merge(Toml::string(&text))
+            .extract()
+            .unwrap_or_else(|e| panic!("docs/configuration.md names a key the server does not read: {e}"));
+        let documented = serde_json::to_value(&documented).unwrap();
+        let defaults = serde_json::to_value(Config::default()).unwrap();
+        // The values the reference shows as defaults (the rest are examples,
+        // as the page says).
+        for path in [
+            "/server/bind",
+            "/server/tenant",
+            "/server/timer_interval_ms",
+            "/server/token_ttl_minutes",
+            "/server/live_stream_renew_seconds",
+            "/database/url",
+            "/database/durability",
+            "/database/cache_mib",
+            "/interrupts/conversation",
+            "/interrupts/credential",
+            "/sign_in",
+            "/notifications/poll_interval_ms",
+            "/notifications/link_ttl_hours",
+            "/callbacks/timeout_ms",
+            "/callbacks/poll_interval_ms",
+        ] {
+            assert_eq!(
+                documented.pointer(path),
+                defaults.pointer(path),
+                "docs/configuration.md shows another default for {path}"
+            );
+        }
+    }
+
     #[test]
     fn durations_past_ten_years_are_refused_by_name() {
         Config::default().check().unwrap();

@@ -145,7 +145,7 @@ pub struct InterruptArgs {
 enum InterruptCommand {
     /// Interrupts of the key's tenant, newest first (GET /interrupts); prints `{interrupts: [...]}`.
     List {
-        /// pending, resolved, expired or cancelled.
+        /// pending, resolved or cancelled.
         #[arg(long)]
         status: Option<String>,
         /// Only interrupts of this workflow.
@@ -378,7 +378,7 @@ pub struct KeyArgs {
 #[derive(Subcommand)]
 enum KeyCommand {
     /// Generate an API key for a principal and store its digest in the database
-    /// file (offline); prints `{key, principal, scopes, label}` — the key is shown
+    /// file (offline); prints `{key, id, principal, scopes, label}` — the key is shown
     /// only this once.
     Create {
         /// The database: a SQLite file or a `postgres://` URL.
