@@ -145,8 +145,20 @@ impl<'a> Exec<'a> {
                 },
             );
         }
+        Ok(Self::over(conn, wf, run, nodes, now, false))
+    }
+
+    /// A command's state over `run` with its node states, nothing done yet.
+    fn over(
+        conn: &'a WriteConn<'a>,
+        wf: &'a Workflow,
+        run: RunRow,
+        nodes: FastMap<NodeId, NodeState>,
+        now: Millis,
+        starting: bool,
+    ) -> Exec<'a> {
         let recursion_limit = recursion_limit(&run);
-        Ok(Exec {
+        Exec {
             conn,
             wf,
             run,
@@ -159,9 +171,9 @@ impl<'a> Exec<'a> {
             changes: Vec::new(),
             facts: FastMap::default(),
             conversations: FastMap::default(),
-            starting: false,
+            starting,
             next_interrupt_row: None,
-        })
+        }
     }
 
     /// Creates the run row, emits `run.started` and fires the root nodes.
@@ -189,23 +201,7 @@ impl<'a> Exec<'a> {
             // Chosen by its insert (`store::run_rowid`).
             row_id: None,
         };
-        let recursion_limit = recursion_limit(&run);
-        let mut exec = Exec {
-            conn,
-            wf,
-            run,
-            nodes: FastMap::default(),
-            now,
-            queue: VecDeque::new(),
-            unhandled: None,
-            recursion_limit,
-            pending_events: Vec::new(),
-            changes: Vec::new(),
-            facts: FastMap::default(),
-            conversations: FastMap::default(),
-            starting: true,
-            next_interrupt_row: None,
-        };
+        let mut exec = Self::over(conn, wf, run, FastMap::default(), now, true);
         let started = serde_json::to_string(&payloads::RunStarted {
             inputs: &exec.run.inputs,
             owner: &exec.run.owner,
