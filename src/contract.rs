@@ -147,6 +147,26 @@ pub fn cached(contract_json: &str) -> Result<Arc<CompiledContract>> {
     Ok(compiled)
 }
 
+/// A clarification question's schema compiled as [`build_validator`] does,
+/// once per distinct schema: every answer is checked on the writer.
+pub fn cached_validator(schema: &Value) -> Result<Arc<jsonschema::Validator>> {
+    static CACHE: std::sync::LazyLock<std::sync::RwLock<crate::FastMap<String, Arc<jsonschema::Validator>>>> =
+        std::sync::LazyLock::new(Default::default);
+    let key = crate::store::json_text(schema);
+    if let Some(v) = CACHE.read().expect("lock").get(&key) {
+        return Ok(v.clone());
+    }
+    let compiled = Arc::new(
+        build_validator(schema).map_err(|e| EngineError::Internal(format!("question schema: {e}")))?,
+    );
+    let mut cache = CACHE.write().expect("lock");
+    if cache.len() > 10_000 {
+        cache.clear();
+    }
+    cache.insert(key, compiled.clone());
+    Ok(compiled)
+}
+
 /// Checks that `schema` is a valid JSON Schema describing an object, and compiles it.
 pub fn compile_object_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
     if !schema.is_object() {

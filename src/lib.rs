@@ -21,6 +21,7 @@ pub mod ids;
 pub mod interrupt;
 pub mod notify;
 pub mod passwords;
+pub mod patterns;
 pub mod present;
 pub mod projection;
 pub mod routing;

@@ -211,6 +211,8 @@ fn compile_contract(node: &str, contract: Contract) -> Result<CompiledContract> 
     ] {
         tollgate_wire::schema_subset::check(schema)
             .map_err(|e| contract_err(format!("node \"{node}\": {what}: {e}")))?;
+        crate::patterns::refuse_costly(schema)
+            .map_err(|e| contract_err(format!("node \"{node}\": {what}: {e}")))?;
     }
     Ok(compiled)
 }
@@ -312,6 +314,8 @@ fn check_questions(node: &str, questions: &[Value]) -> Result<()> {
             })?;
             // Compiled as an answer will be checked (its patterns included).
             crate::contract::build_validator(s)
+                .map_err(|e| node_err(node, format!("config.questions[{i}].schema: {e}")))?;
+            crate::patterns::refuse_costly(s)
                 .map_err(|e| node_err(node, format!("config.questions[{i}].schema: {e}")))?;
         }
         if let Some(found) = secrets::solicited_by_question(q) {

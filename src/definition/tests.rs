@@ -429,3 +429,40 @@ fn declared_outcomes_of_an_approval_are_its_actions() {
 fn loads_every_kind_fixture() {
     assert!(compile_dir("workflows/kinds", &Capabilities::ALL) >= 7);
 }
+
+#[test]
+fn a_schema_pattern_too_costly_to_check_is_refused_where_it_stands() {
+    // Matching this one simulates 1,002 states per byte: seconds on the
+    // shared writer for a large answer (the security review's F1).
+    let costly =
+        json!({"type": "object", "properties": {"code": {"type": "string", "pattern": "a[ab]{1000}[^ab]"}}});
+    for (schema, said) in [
+        ("resumeSchema", "resumeSchema"),
+        ("requestSchema", "requestSchema"),
+    ] {
+        let m = message(wf(
+            json!([{"id": "g", "typeId": "core.approvalGate", "config": {"title": "t", "actions": ["accept"], schema: costly}}]),
+            json!([]),
+        ));
+        assert!(
+            m.starts_with(&format!(
+                "node \"g\": {said}: pattern \"a[ab]{{1000}}[^ab]\" is too costly"
+            )),
+            "{m}"
+        );
+    }
+    let m = message(wf(
+        json!([{"id": "q", "typeId": "core.clarificationGate", "config": {"questions": [{"id": "code", "question": "?", "schema": {"type": "string", "pattern": "a[ab]{1000}[^ab]"}}]}}]),
+        json!([]),
+    ));
+    assert!(
+        m.contains("config.questions[0].schema: pattern") && m.contains("too costly"),
+        "{m}"
+    );
+    // Anchored, the same repetition is cheap and accepted.
+    wf(
+        json!([{"id": "q", "typeId": "core.clarificationGate", "config": {"questions": [{"id": "code", "question": "?", "schema": {"type": "string", "pattern": "^a[ab]{1000}[^ab]"}}]}}]),
+        json!([]),
+    )
+    .unwrap();
+}

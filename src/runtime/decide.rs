@@ -249,8 +249,7 @@ pub(crate) fn decide(
                     }
                     Some(answer) => {
                         if let Some(schema) = q.get("schema") {
-                            let v = crate::contract::build_validator(schema)
-                                .map_err(|e| EngineError::Internal(format!("question schema: {e}")))?;
+                            let v = crate::contract::cached_validator(schema)?;
                             crate::contract::validate_with(&v, answer, &field)?;
                         }
                     }
