@@ -475,7 +475,7 @@ impl Engine {
             roles,
             is_override: edit.is_override,
         };
-        self.upsert_principal(principal.clone()).await?;
+        self.upsert_tenant_principal(principal.clone()).await?;
         Ok(principal)
     }
 
@@ -506,7 +506,7 @@ impl Engine {
             }
             list.push(name.trim().to_string());
         }
-        self.upsert_principal(p.clone()).await?;
+        self.upsert_tenant_principal(p.clone()).await?;
         Ok(p)
     }
 

@@ -2,9 +2,23 @@
 //! authentication of bearer keys.
 
 use super::*;
+use crate::store::directory::IdOwner;
 
 impl Engine {
+    /// Creates or replaces a principal, in whichever tenant it names (the
+    /// operator's directory: configuration and CLI).
     pub async fn upsert_principal(&self, p: Principal) -> Result<()> {
+        self.save_principal_as(p, IdOwner::AnyTenant).await
+    }
+
+    /// Creates or replaces a principal of its own tenant (a tenant admin's
+    /// dashboard): an id another tenant holds is refused (409), checked in
+    /// the write itself.
+    pub(super) async fn upsert_tenant_principal(&self, p: Principal) -> Result<()> {
+        self.save_principal_as(p, IdOwner::SameTenant).await
+    }
+
+    async fn save_principal_as(&self, p: Principal, owner: IdOwner) -> Result<()> {
         // Every directory write comes through here: configuration, CLI, dashboard.
         ids::check_tenant_id("tenant", &p.tenant)?;
         super::admin::check_memberships(&p)?;
@@ -20,7 +34,7 @@ impl Engine {
             .store
             .write(move |conn| {
                 peers::notify_in(conn, &notice)?;
-                crate::store::directory::upsert_principal(conn, &p)
+                crate::store::directory::upsert_principal(conn, &p, owner)
             })
             .await;
         // Drop anything cached while the write was in flight.

@@ -25,11 +25,31 @@ fn stored_scopes(column: &str, text: String) -> Result<Vec<Scope>> {
     auth::parse_scopes(&[text]).map_err(|e| EngineError::Storage(format!("{column}: {e}")))
 }
 
-/// Creates or replaces a principal.
-pub(crate) fn upsert_principal(conn: &WriteConn, p: &Principal) -> Result<()> {
-    conn.execute(
-        "INSERT INTO principals (id, tenant, name, email, groups, roles, is_override) VALUES (?, ?, ?, ?, ?, ?, ?) \
-         ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, name = excluded.name, email = excluded.email, groups = excluded.groups, roles = excluded.roles, is_override = excluded.is_override",
+/// Whether saving a principal may move its id from another tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IdOwner {
+    /// The operator's directory (configuration, CLI): the entry is replaced whole.
+    AnyTenant,
+    /// A tenant's own admin: an id another tenant holds is refused, in the
+    /// same statement that writes (no window between a check and the write).
+    SameTenant,
+}
+
+const UPSERT_PRINCIPAL: &str = "INSERT INTO principals (id, tenant, name, email, groups, roles, is_override) VALUES (?, ?, ?, ?, ?, ?, ?) \
+     ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, name = excluded.name, email = excluded.email, groups = excluded.groups, roles = excluded.roles, is_override = excluded.is_override";
+const UPSERT_TENANT_PRINCIPAL: &str = "INSERT INTO principals (id, tenant, name, email, groups, roles, is_override) VALUES (?, ?, ?, ?, ?, ?, ?) \
+     ON CONFLICT (id) DO UPDATE SET name = excluded.name, email = excluded.email, groups = excluded.groups, roles = excluded.roles, is_override = excluded.is_override \
+     WHERE principals.tenant = excluded.tenant";
+
+/// Creates or replaces a principal; with [`IdOwner::SameTenant`], an id
+/// another tenant holds is a conflict and nothing is written.
+pub(crate) fn upsert_principal(conn: &WriteConn, p: &Principal, owner: IdOwner) -> Result<()> {
+    let sql = match owner {
+        IdOwner::AnyTenant => UPSERT_PRINCIPAL,
+        IdOwner::SameTenant => UPSERT_TENANT_PRINCIPAL,
+    };
+    let written = conn.execute(
+        sql,
         args![
             p.id,
             p.tenant,
@@ -40,6 +60,13 @@ pub(crate) fn upsert_principal(conn: &WriteConn, p: &Principal) -> Result<()> {
             p.is_override as i64
         ],
     )?;
+    if written == 0 {
+        // Ids are one namespace across tenants; say it is taken, never whose it is.
+        return Err(EngineError::Conflict(format!(
+            "the id \"{}\" is already taken; choose another",
+            p.id
+        )));
+    }
     Ok(())
 }
 

@@ -142,7 +142,7 @@ mod tests {
     #[tokio::test]
     async fn a_rolled_back_change_is_never_served() {
         use crate::error::EngineError;
-        use crate::store::directory::upsert_principal;
+        use crate::store::directory::{upsert_principal, IdOwner};
         let dir = tempfile::tempdir().unwrap();
         let url = crate::store::testing::database_url(&dir.path().join("d.db"))
             .await
@@ -152,26 +152,88 @@ mod tests {
             .unwrap();
         let ids = |people: Arc<[Principal]>| people.iter().map(|p| p.id.clone()).collect::<Vec<_>>();
         store
-            .write(|conn| upsert_principal(conn, &person("ann")))
+            .write(|conn| upsert_principal(conn, &person("ann"), IdOwner::AnyTenant))
             .await
             .unwrap();
         let kept = store.write(|conn| load_directory(conn, "t")).await.unwrap();
         assert_eq!(ids(kept), ["ann"]);
         let failed = store
             .write(move |conn| {
-                upsert_principal(conn, &person("bob"))?;
+                upsert_principal(conn, &person("bob"), IdOwner::AnyTenant)?;
                 assert_eq!(ids(load_directory(conn, "t")?), ["ann", "bob"]);
                 Err::<(), _>(EngineError::Storage("rolled back".into()))
             })
             .await;
         assert!(failed.is_err());
         store
-            .write(|conn| upsert_principal(conn, &person("cat")))
+            .write(|conn| upsert_principal(conn, &person("cat"), IdOwner::AnyTenant))
             .await
             .unwrap();
         assert_eq!(
             ids(store.write(|conn| load_directory(conn, "t")).await.unwrap()),
             ["ann", "cat"]
+        );
+    }
+
+    /// A tenant admin's save never moves an id another tenant holds: the
+    /// write itself refuses it, so no check-then-write window lets it through.
+    #[tokio::test]
+    async fn a_tenant_save_never_takes_another_tenants_id() {
+        use crate::error::EngineError;
+        use crate::store::directory::{upsert_principal, IdOwner};
+        let dir = tempfile::tempdir().unwrap();
+        let url = crate::store::testing::database_url(&dir.path().join("d.db"))
+            .await
+            .unwrap();
+        let store = super::super::Store::open(&url, crate::store::Durability::Full)
+            .await
+            .unwrap();
+        store
+            .write(|conn| upsert_principal(conn, &person("ann"), IdOwner::AnyTenant))
+            .await
+            .unwrap();
+        let taken = Principal {
+            tenant: "u".into(),
+            name: "Not Ann".into(),
+            ..person("ann")
+        };
+        let refused = store
+            .write({
+                let taken = taken.clone();
+                move |conn| upsert_principal(conn, &taken, IdOwner::SameTenant)
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&refused, EngineError::Conflict(m) if m.contains("already taken") && !m.contains("\"t\"")),
+            "{refused:?}"
+        );
+        let kept = store.write(|conn| load_directory(conn, "t")).await.unwrap();
+        assert_eq!(
+            (kept[0].id.as_str(), kept[0].name.as_str()),
+            ("ann", person("ann").name.as_str())
+        );
+        assert!(store
+            .write(|conn| load_directory(conn, "u"))
+            .await
+            .unwrap()
+            .is_empty());
+        // Its own tenant's admin edits it; the operator may move it.
+        let renamed = Principal {
+            name: "Ann B.".into(),
+            ..person("ann")
+        };
+        store
+            .write(move |conn| upsert_principal(conn, &renamed, IdOwner::SameTenant))
+            .await
+            .unwrap();
+        store
+            .write(move |conn| upsert_principal(conn, &taken, IdOwner::AnyTenant))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.write(|conn| load_directory(conn, "u")).await.unwrap()[0].name,
+            "Not Ann"
         );
     }
 
