@@ -384,6 +384,9 @@ impl Config {
         if self.notifications.link_ttl_hours == 0 {
             anyhow::bail!("notifications.link_ttl_hours: at least 1 (hours a mailed link works)");
         }
+        if self.server.live_stream_renew_seconds == 0 {
+            anyhow::bail!("server.live_stream_renew_seconds: at least 1");
+        }
         if self.server.token_ttl_minutes == 0 {
             anyhow::bail!("server.token_ttl_minutes: at least 1");
         }
@@ -406,6 +409,11 @@ impl Config {
                 60_000,
             ),
             ("callbacks.timeout_ms", self.callbacks.timeout_ms, 1),
+            (
+                "server.live_stream_renew_seconds",
+                self.server.live_stream_renew_seconds,
+                1_000,
+            ),
         ] {
             let most = tollgate::definition::MAX_WAIT_MS / ms_per_unit;
             if value > most {
@@ -531,7 +539,7 @@ mod tests {
     fn durations_past_ten_years_are_refused_by_name() {
         Config::default().check().unwrap();
         type Set = fn(&mut Config, u64);
-        let cases: [(&str, Set); 4] = [
+        let cases: [(&str, Set); 5] = [
             ("server.token_ttl_minutes", |c, v| c.server.token_ttl_minutes = v),
             ("notifications.link_ttl_hours", |c, v| {
                 c.notifications.link_ttl_hours = v
@@ -540,6 +548,9 @@ mod tests {
                 c.notifications.reminder_before_minutes = Some(v)
             }),
             ("callbacks.timeout_ms", |c, v| c.callbacks.timeout_ms = v),
+            ("server.live_stream_renew_seconds", |c, v| {
+                c.server.live_stream_renew_seconds = v
+            }),
         ];
         for (name, set) in cases {
             let mut config = Config::default();
@@ -550,6 +561,14 @@ mod tests {
             set(&mut config, 1);
             config.check().unwrap();
         }
+        // A stream renewed every zero seconds would reopen without end.
+        let mut config = Config::default();
+        config.server.live_stream_renew_seconds = 0;
+        let refused = config.check().unwrap_err().to_string();
+        assert!(
+            refused.starts_with("server.live_stream_renew_seconds: at least 1"),
+            "{refused}"
+        );
     }
 
     #[test]
