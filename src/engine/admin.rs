@@ -457,15 +457,6 @@ impl Engine {
         };
         let groups = clean("groups", edit.groups)?;
         let roles = clean("roles", edit.roles)?;
-        if let Some(existing) = self.principal(&id).await? {
-            if existing.tenant != tenant {
-                // Ids are one namespace across tenants; say it is taken,
-                // never whose it is.
-                return Err(EngineError::Conflict(format!(
-                    "the id \"{id}\" is already taken; choose another"
-                )));
-            }
-        }
         let principal = Principal {
             id,
             tenant: tenant.to_string(),
