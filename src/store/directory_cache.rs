@@ -104,6 +104,20 @@ pub(crate) fn load_directory(conn: &WriteConn, tenant: &str) -> Result<Arc<[Prin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::EngineError;
+    use crate::store::directory::{upsert_principal, IdOwner};
+
+    /// A fresh store (SQLite, or the test PostgreSQL server when one is set).
+    async fn store() -> (tempfile::TempDir, super::super::Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = crate::store::testing::database_url(&dir.path().join("d.db"))
+            .await
+            .unwrap();
+        let store = super::super::Store::open(&url, crate::store::Durability::Full)
+            .await
+            .unwrap();
+        (dir, store)
+    }
 
     fn person(id: &str) -> Principal {
         Principal {
@@ -141,15 +155,7 @@ mod tests {
     /// `cat`'s change brought the count to the same number).
     #[tokio::test]
     async fn a_rolled_back_change_is_never_served() {
-        use crate::error::EngineError;
-        use crate::store::directory::{upsert_principal, IdOwner};
-        let dir = tempfile::tempdir().unwrap();
-        let url = crate::store::testing::database_url(&dir.path().join("d.db"))
-            .await
-            .unwrap();
-        let store = super::super::Store::open(&url, crate::store::Durability::Full)
-            .await
-            .unwrap();
+        let (_dir, store) = store().await;
         let ids = |people: Arc<[Principal]>| people.iter().map(|p| p.id.clone()).collect::<Vec<_>>();
         store
             .write(|conn| upsert_principal(conn, &person("ann"), IdOwner::AnyTenant))
@@ -179,15 +185,7 @@ mod tests {
     /// write itself refuses it, so no check-then-write window lets it through.
     #[tokio::test]
     async fn a_tenant_save_never_takes_another_tenants_id() {
-        use crate::error::EngineError;
-        use crate::store::directory::{upsert_principal, IdOwner};
-        let dir = tempfile::tempdir().unwrap();
-        let url = crate::store::testing::database_url(&dir.path().join("d.db"))
-            .await
-            .unwrap();
-        let store = super::super::Store::open(&url, crate::store::Durability::Full)
-            .await
-            .unwrap();
+        let (_dir, store) = store().await;
         store
             .write(|conn| upsert_principal(conn, &person("ann"), IdOwner::AnyTenant))
             .await
