@@ -179,16 +179,13 @@ pub fn is_browser(req: &Request) -> bool {
     if req.headers().contains_key(header::AUTHORIZATION) {
         return false;
     }
-    let h = |name| {
-        req.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_ascii_lowercase()
-    };
     match *req.method() {
-        Method::GET | Method::HEAD => h(header::ACCEPT).contains("text/html"),
-        Method::POST => h(header::CONTENT_TYPE).starts_with("application/x-www-form-urlencoded"),
+        Method::GET | Method::HEAD => req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|accept| accept.to_ascii_lowercase().contains("text/html")),
+        Method::POST => content_type(req).starts_with("application/x-www-form-urlencoded"),
         _ => false,
     }
 }
@@ -221,7 +218,8 @@ pub fn guard(state: &AppState, req: &Request) -> Option<Response> {
             || path == "/inbox/decide"
             || is_dashboard(path)
             || is_own(path)
-            // The interrupt page shares its path with the REST resolve: only form posts are the console's.
+            // The interrupt page shares its path with the REST resolve: form
+            // posts are the console's, whatever the case of their header.
             || (is_interrupt_page(path) && is_form_post(req)));
     if console_post && !same_origin(state, req) {
         return Some((StatusCode::FORBIDDEN, "cross-site form posts are refused").into_response());
@@ -256,13 +254,21 @@ fn is_api_call(req: &Request<Body>) -> bool {
     bearer && req.extensions().get::<SignedIn>().is_none()
 }
 
+/// A form's body, by its media type; media types are case-insensitive, and
+/// the console takes a form in any case ([`is_browser`]), so this must too.
 fn is_form_post(req: &Request<Body>) -> bool {
+    let media_type = content_type(req);
+    media_type.starts_with("application/x-www-form-urlencoded")
+        || media_type.starts_with("multipart/form-data")
+}
+
+/// The request's `Content-Type`, lower-cased ("" without one).
+fn content_type(req: &Request<Body>) -> String {
     req.headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|c| {
-            c.starts_with("application/x-www-form-urlencoded") || c.starts_with("multipart/form-data")
-        })
+        .unwrap_or("")
+        .to_ascii_lowercase()
 }
 
 /// The browser's `Sec-Fetch-Site` must say `same-origin`; browsers that do not

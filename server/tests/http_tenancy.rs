@@ -723,6 +723,36 @@ async fn admin_operations_check_the_actor_and_stay_in_its_tenant() {
     assert!(!people.contains("mallory"), "nothing was saved");
 }
 
+/// A decision posted to an interrupt page from another page of the same
+/// site, with the approver's cookie, is refused whatever the case of its
+/// content type: the console decides for any form the header names, so the
+/// cross-site check must judge the same requests (an upper-case
+/// `Application/x-www-form-urlencoded` once reached the decision unchecked).
+#[tokio::test]
+async fn a_cross_site_decision_is_refused_whatever_the_content_types_case() {
+    let (s, _dir) = start().await;
+    let run = create(&s, DX_OWNER, "conformance-approval").await;
+    let ann = Browser::sign_in(&s, "dx-ann", PASSWORD).await;
+    let page = format!("/runs/{}/interrupts/gate", seg(&run));
+    for content_type in [
+        "application/x-www-form-urlencoded",
+        "Application/x-www-form-urlencoded",
+        "APPLICATION/X-WWW-FORM-URLENCODED; charset=UTF-8",
+        "multipart/form-data; boundary=x",
+        "Multipart/Form-Data; boundary=x",
+    ] {
+        let status = ann
+            .post_cross_site_as(&page, &[("action", "accept")], content_type, None)
+            .await;
+        assert_eq!(status, 403, "{content_type}");
+    }
+    assert_eq!(
+        snapshot(&s, DX_OWNER, &run).await["status"],
+        "waiting-approval",
+        "nothing was decided"
+    );
+}
+
 /// Point 4: one refine on a two-approver gate does not pay; it fails the gate
 /// with the feedback and only the failure edge follows.
 #[tokio::test]

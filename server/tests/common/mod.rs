@@ -852,18 +852,37 @@ impl<'a> Browser<'a> {
     /// A form post from another site that also carries `authorization` (as
     /// a browser adds credentials it holds for a proxy by itself).
     pub async fn post_cross_site(&self, path: &str, fields: &[(&str, &str)], authorization: &str) -> u16 {
-        self.client
+        self.post_cross_site_as(
+            path,
+            fields,
+            "application/x-www-form-urlencoded",
+            Some(authorization),
+        )
+        .await
+    }
+
+    /// A post from another site's page with this person's cookie, its body
+    /// urlencoded under the `content_type` given (the case a page chose).
+    pub async fn post_cross_site_as(
+        &self,
+        path: &str,
+        fields: &[(&str, &str)],
+        content_type: &str,
+        authorization: Option<&str>,
+    ) -> u16 {
+        let body = serde_urlencoded::to_string(fields).unwrap();
+        let mut req = self
+            .client
             .post(self.s.url(path))
             .header("cookie", &self.cookie)
             .header("origin", "http://evil.example")
-            .header("sec-fetch-site", "cross-site")
-            .header("authorization", authorization)
-            .form(fields)
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .as_u16()
+            .header("sec-fetch-site", "same-site")
+            .header("content-type", content_type)
+            .body(body);
+        if let Some(authorization) = authorization {
+            req = req.header("authorization", authorization);
+        }
+        req.send().await.unwrap().status().as_u16()
     }
 
     pub async fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> (u16, String) {
