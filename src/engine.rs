@@ -91,8 +91,8 @@ struct Inner {
     keys: RwLock<FastMap<String, (Grant, Millis)>>,
     /// Run ids whose log grew; for SSE and long polls.
     notices: broadcast::Sender<String>,
-    /// How many notices were sent so far (see [`Engine::change_count`]).
-    changes: std::sync::atomic::AtomicU64,
+    /// How many notices were sent so far, by tenant (see [`Engine::change_count`]).
+    changes: std::sync::Mutex<FastMap<String, u64>>,
     tokens: RwLock<KeyRing>,
     token_ttl_ms: RwLock<Millis>,
     /// Lifetime of a mailed link (capped at the interrupt's deadline): a
@@ -287,7 +287,7 @@ impl Engine {
                 current: RwLock::new(FastMap::default()),
                 keys: RwLock::new(FastMap::default()),
                 notices,
-                changes: std::sync::atomic::AtomicU64::new(0),
+                changes: Default::default(),
                 tokens: RwLock::new(KeyRing::default()),
                 token_ttl_ms: RwLock::new(crate::token::DEFAULT_TTL_MS),
                 mail_link_ttl_ms: RwLock::new(crate::token::DEFAULT_MAIL_LINK_TTL_MS),
@@ -322,17 +322,32 @@ impl Engine {
     }
 
     fn notify_local(&self, run_id: &str) {
-        self.inner
-            .changes
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        {
+            let mut changes = self.inner.changes.lock().expect("lock");
+            let tenant = ids::tenant_of(run_id);
+            match changes.get_mut(tenant) {
+                Some(n) => *n += 1,
+                None => {
+                    changes.insert(tenant.to_string(), 1);
+                }
+            }
+        }
         let _ = self.inner.notices.send(run_id.to_string());
     }
 
-    /// How many committed changes were broadcast since the engine opened.
-    /// Read it before a query; if it has grown since, the result may be stale
-    /// (the live inbox uses it to catch changes made before it subscribed).
-    pub fn change_count(&self) -> u64 {
-        self.inner.changes.load(std::sync::atomic::Ordering::SeqCst)
+    /// How many committed changes of `tenant`'s runs were broadcast since the
+    /// engine opened. Read it before a query; if it has grown since, the
+    /// result may be stale (the live inbox uses it to catch changes made
+    /// before it subscribed). Counted by tenant: the number shows nothing of
+    /// how busy other tenants are.
+    pub fn change_count(&self, tenant: &str) -> u64 {
+        self.inner
+            .changes
+            .lock()
+            .expect("lock")
+            .get(tenant)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Run ids whose event log grew, as they commit.

@@ -2070,10 +2070,18 @@ async fn inbox_concerns_only_eligible_people() {
         json!({"id": "live-fin", "nodes": [gate("gate", json!({"title": "Live", "actions": ["accept", "reject"], "approverGroupRefs": ["finance"]}))]}),
     )
     .await;
-    let before = e.change_count();
-    let run = start(e, "live-fin", json!({})).await;
-    assert!(e.change_count() > before, "creating a run is a broadcast change");
     let ann = e.principal("ann").await.unwrap().unwrap();
+    let (before, elsewhere) = (e.change_count(&ann.tenant), e.change_count("other"));
+    let run = start(e, "live-fin", json!({})).await;
+    assert!(
+        e.change_count(&ann.tenant) > before,
+        "creating a run is a broadcast change"
+    );
+    assert_eq!(
+        e.change_count("other"),
+        elsewhere,
+        "counted by tenant: another tenant's count shows nothing of it"
+    );
     let cat = e.principal("cat").await.unwrap().unwrap();
     assert!(e.inbox_concerns(&ann, &run).await.unwrap(), "ann is in finance");
     assert!(!e.inbox_concerns(&cat, &run).await.unwrap(), "cat is not");

@@ -335,7 +335,7 @@ pub async fn load_inbox(query: InboxQuery) -> Result<InboxData, ServerFnError> {
     let actor = require_actor()?;
     // Before the query: a change committed after this is either in the
     // result or makes the live stream send an event on connect.
-    let changes = engine.change_count();
+    let changes = engine.change_count(actor.tenant());
     // A refused filter (a search too long, an unknown `due`) answers with its status.
     let filter = InboxFilter {
         kind: tollgate::error::parse_param("kind", query.kind.as_deref()).map_err(fail)?,

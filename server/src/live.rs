@@ -111,7 +111,9 @@ pub async fn inbox_stream(
     // Subscribe before comparing the count: a change is either counted
     // already or arrives on the receiver.
     let notices = state.engine.subscribe();
-    let missed = q.since.is_some_and(|n| state.engine.change_count() > n);
+    let missed = q
+        .since
+        .is_some_and(|n| state.engine.change_count(&principal.tenant) > n);
     let follow = Follow {
         engine: state.engine.clone(),
         principal,
@@ -195,12 +197,16 @@ async fn next_event(mut f: Follow) -> Option<(Result<Event, Infallible>, Follow)
             Err(broadcast::error::RecvError::Closed) => return None,
         }
     }
-    // Coalesce what follows closely (no relevance check needed: one event is sent anyway).
+    // Coalesce what follows closely (no relevance check needed: one event is
+    // sent anyway); counted only within the person's tenant, so the number
+    // says nothing of other tenants' activity.
     let mut changes = 1;
     let until = tokio::time::Instant::now() + COALESCE;
     while let Ok(r) = tokio::time::timeout_at(until, f.notices.recv()).await {
         match r {
-            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => changes += 1,
+            Ok(run_id) if tollgate::ids::tenant_of(&run_id) == f.principal.tenant => changes += 1,
+            Ok(_) => {}
+            Err(broadcast::error::RecvError::Lagged(_)) => changes += 1,
             Err(broadcast::error::RecvError::Closed) => break,
         }
     }
