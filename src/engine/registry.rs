@@ -40,7 +40,7 @@ impl Engine {
     /// definition: the instance operator's act (`[workflows] dirs`, tests,
     /// tools on the database). Tenants register theirs with [`Engine::put_tenant_workflow`].
     pub async fn register_workflow(&self, raw: Value) -> Result<WorkflowInfo> {
-        let wf = definition::compile_new(raw, &self.inner.capabilities)?;
+        let wf = self.compile_off_runtime(raw).await?;
         self.store_workflow(INSTANCE, wf).await
     }
 
@@ -49,7 +49,7 @@ impl Engine {
     /// instance-wide definition with that id is read-only to tenants (403).
     pub async fn put_tenant_workflow(&self, actor: &Actor, raw: Value) -> Result<(WorkflowInfo, bool)> {
         actor.require(Scope::Admin)?;
-        let wf = definition::compile_new(raw, &self.inner.capabilities)?;
+        let wf = self.compile_off_runtime(raw).await?;
         if self.current_of(INSTANCE, &wf.id).is_some() {
             return Err(EngineError::Forbidden(format!(
                 "workflow \"{}\" is instance-wide (loaded by the instance operator from [workflows] dirs) and read-only to tenants; register yours under another id",
@@ -59,6 +59,17 @@ impl Engine {
         let existed = self.current_of(actor.tenant(), &wf.id).is_some();
         let info = self.store_workflow(actor.tenant(), wf).await?;
         Ok((info, !existed))
+    }
+
+    /// Compiles a definition on the blocking pool: its schemas and their
+    /// patterns (each determinized to bound what checking it costs,
+    /// `crate::patterns`) can take a while for a large one, and no request
+    /// thread should wait behind it.
+    async fn compile_off_runtime(&self, raw: Value) -> Result<Workflow> {
+        let caps = self.inner.capabilities;
+        tokio::task::spawn_blocking(move || definition::compile_new(raw, &caps))
+            .await
+            .map_err(|e| EngineError::Internal(format!("compiling the definition: {e}")))?
     }
 
     pub(super) async fn store_workflow(&self, tenant: &str, wf: Workflow) -> Result<WorkflowInfo> {
