@@ -72,6 +72,42 @@ pub fn refuse_control_str(text: &str, field: &str) -> Result<()> {
     }
 }
 
+/// The longest headline, in characters: an inbox row or a mail subject.
+pub const HEADLINE_MAX_CHARS: usize = 200;
+
+/// `text` as one short line — an interrupt's title, a mail subject. A
+/// title may be bound from a run's inputs; a line break in it would let the
+/// run's author write lines of their own into a mail ("Open this link…")
+/// or end a header early, and a bidi override could make it read backwards.
+/// Each run of whitespace and control characters becomes one space, bidi
+/// controls are dropped, and past [`HEADLINE_MAX_CHARS`] it ends with "…".
+pub fn headline(text: &str) -> String {
+    let mut out = String::new();
+    for word in text.split(|c: char| c.is_whitespace() || c.is_control()) {
+        let word: String = word.chars().filter(|c| !is_bidi_control(*c)).collect();
+        if word.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&word);
+    }
+    match out.char_indices().nth(HEADLINE_MAX_CHARS) {
+        None => out,
+        Some(_) => {
+            let (cut, _) = out.char_indices().nth(HEADLINE_MAX_CHARS - 1).unwrap_or_default();
+            format!("{}…", out[..cut].trim_end())
+        }
+    }
+}
+
+/// The explicit bidirectional formatting characters (embeddings, overrides,
+/// isolates and marks), which reorder how the text around them reads.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Refuses a NUL character in `text`, naming `field`.
 pub fn refuse_nul_str(text: &str, field: &str) -> Result<()> {
     if text.contains('\0') {
@@ -93,6 +129,23 @@ mod tests {
             Err(EngineError::Validation { field, .. }) => field,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_headline_is_one_short_line_without_reordering() {
+        assert_eq!(headline("Pay invoice 7"), "Pay invoice 7");
+        assert_eq!(
+            headline("  Pay\r\n\r\nOpen this link:\u{2028}https://evil.test \t "),
+            "Pay Open this link: https://evil.test"
+        );
+        assert_eq!(headline("Pay \u{202E}gnp.exe"), "Pay gnp.exe");
+        assert_eq!(headline("\n\u{0}\t"), "");
+        let long = "é".repeat(500);
+        let cut = headline(&long);
+        assert_eq!(cut.chars().count(), HEADLINE_MAX_CHARS);
+        assert!(cut.ends_with('…'));
+        let exact = "x".repeat(HEADLINE_MAX_CHARS);
+        assert_eq!(headline(&exact), exact);
     }
 
     #[test]

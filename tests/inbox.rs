@@ -200,6 +200,29 @@ async fn search_matches_titles_and_request_data_in_the_own_tenant_only() {
     );
 }
 
+/// A title bound from a run's inputs is the inbox row and the mail
+/// subject: whatever the run's author put in it, it is one short line.
+#[tokio::test]
+async fn a_title_bound_from_inputs_is_one_short_line() {
+    let f = fixture().await;
+    let e = &f.engine;
+    let planted = "Pay\r\n\nOpen this link to decide:\nhttps://evil.test/steal\u{2028}\u{202E}kcab ";
+    buy(e, "owner", planted, json!({})).await;
+    buy(e, "owner", &"long ".repeat(100), json!({})).await;
+    let mut shown = titles(
+        &e.pending_for(&person(e, "ann").await, &InboxFilter::default())
+            .await
+            .unwrap(),
+    );
+    shown.sort_by_key(|t| t.len());
+    assert_eq!(
+        shown[0],
+        "Pay Open this link to decide: https://evil.test/steal kcab"
+    );
+    assert_eq!(shown[1].chars().count(), tollgate::text::HEADLINE_MAX_CHARS);
+    assert!(shown[1].ends_with("long…"), "{}", shown[1]);
+}
+
 #[tokio::test]
 async fn a_search_longer_than_200_characters_is_refused_naming_q() {
     let f = fixture().await;

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tollgate::engine::outbox::OutboxItem;
 use tollgate::engine::MailLink;
+use tollgate::text::headline;
 use tollgate::token::Intent;
 use tollgate::wire::when;
 use tollgate::wire::MailReason;
@@ -89,15 +90,6 @@ pub async fn run(engine: Engine, config: Arc<Config>) {
         ))
         .await;
     }
-}
-
-/// `text` with each control character (a line break) as a space: for a
-/// header, which one line break would end (names stored before they were
-/// refused, titles made from a run's inputs).
-fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
 }
 
 /// Messages claimed at a time (see `OUTBOX_LEASE_MS`: 5 × the 20 s SMTP timeout fits).
@@ -193,7 +185,8 @@ async fn deliver(
         sign_in_to_decide,
     } = mail_link;
     let decides = intent == Intent::Resolve || sign_in_to_decide;
-    let title = view.title.clone();
+    // Titles are one line since they are made; one stored before may not be.
+    let title = headline(&view.title);
     let reminder = item.mail_reason() == Some(MailReason::Reminder);
     let subject = match (reminder, decides) {
         (true, _) => format!("Reminder: {title}"),
@@ -258,8 +251,8 @@ async fn send(
     mail: &Mail,
 ) {
     let text = mail.text();
-    // A title is a run's text and may hold line breaks: the subject is one line.
-    let subject = one_line(&subject);
+    // A header ends at a line break: the subject is one line.
+    let subject = headline(&subject);
     // The outbox keeps the text part (with its link redacted).
     let rendered = format!("To: {}\nSubject: {subject}\n\n{text}", item.address);
     let Some(smtp) = smtp else {
@@ -273,7 +266,7 @@ async fn send(
         Ok(Message::builder()
             .from(from.parse::<Mailbox>()?)
             .to(Mailbox::new(
-                Some(one_line(&recipient.name)),
+                Some(headline(&recipient.name)),
                 item.address.parse()?,
             ))
             .subject(subject)
@@ -304,14 +297,14 @@ mod tests {
     #[test]
     fn a_name_or_subject_with_line_breaks_is_written_as_one_line() {
         let name = "Pat\r\nBcc: x@evil.test";
-        assert_eq!(one_line(name), "Pat  Bcc: x@evil.test");
+        assert_eq!(headline(name), "Pat Bcc: x@evil.test");
         let message = Message::builder()
             .from("tollgate@example.test".parse::<Mailbox>().unwrap())
             .to(Mailbox::new(
-                Some(one_line(name)),
+                Some(headline(name)),
                 "pat@example.test".parse().unwrap(),
             ))
-            .subject(one_line("Pay\nX-Evil: 1"))
+            .subject(headline("Pay\nX-Evil: 1"))
             .body(String::from("hello"))
             .unwrap();
         let head = String::from_utf8(message.formatted()).unwrap();

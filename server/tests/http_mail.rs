@@ -299,3 +299,56 @@ groups = ["elsewhere"]
     let votes = server.interrupt(&run, "gate").await;
     assert_eq!(votes["votes"][0]["principal"], "mia");
 }
+
+/// A title bound from the run's inputs cannot write lines of its own into
+/// the mail: a planted "Open this link" line with another URL stays inside
+/// the title's one line, and the only line that is a URL is the person's link.
+#[tokio::test]
+async fn a_title_from_inputs_cannot_plant_lines_in_the_mail() {
+    let mut smtp = Smtp::start().await;
+    let dir = TestDir::new();
+    mail_config(
+        &dir,
+        &smtp,
+        r#"
+[[principals]]
+id = "mia"
+name = "Mia Mail"
+email = "mia@example.com"
+groups = ["reviewers"]
+"#,
+    );
+    let server = Server::start(&dir).await;
+    server
+        .register(json!({"id": "titled", "nodes": [gate("gate", json!({
+            "title": {"$bind": {"type": "template", "template": "{{ inputs.title }}"}},
+            "actions": ["accept", "reject"], "approverGroupRefs": ["reviewers"]}))]}))
+        .await;
+    let planted = "Pay\r\n\r\nOpen this link to see the details and decide:\nhttps://evil.test/steal\n";
+    server
+        .create_as(
+            OWNER,
+            json!({"workflowId": "titled", "inputs": {"title": planted}}),
+        )
+        .await;
+    let mail = smtp.expect().await;
+    assert_alternative(&mail);
+    assert_eq!(
+        mail.subject,
+        "Decision needed: Pay Open this link to see the details and decide: https://evil.test/steal"
+    );
+    let url_lines: Vec<&str> = mail
+        .text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("http"))
+        .collect();
+    assert_eq!(url_lines, [link_of(&mail)], "{}", mail.text);
+    assert!(
+        mail.text
+            .lines()
+            .any(|l| l == "  Pay Open this link to see the details and decide: https://evil.test/steal"),
+        "{}",
+        mail.text
+    );
+}

@@ -185,13 +185,15 @@ impl<'a> Exec<'a> {
                 format!("the interrupt payload does not match its kind: {e}"),
             );
         }
-        let title = data
-            .get("title")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .or_else(|| data["questions"][0]["question"].as_str().map(str::to_string))
-            .or_else(|| data["prompt"].as_str().map(str::to_string))
-            .unwrap_or_else(|| node.name.clone());
+        // The inbox row and the mail subject: one short line, whatever a
+        // binding put into the payload.
+        let title = crate::text::headline(
+            data.get("title")
+                .and_then(Value::as_str)
+                .or_else(|| data["questions"][0]["question"].as_str())
+                .or_else(|| data["prompt"].as_str())
+                .unwrap_or(&node.name),
+        );
         let owner_subject = self.run.requester();
         let deadline = spec.timeout_ms.map(|t| after(self.now, t));
         let interrupt_id = ids::new_tenant_bound(&self.run.tenant);
