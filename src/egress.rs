@@ -308,6 +308,14 @@ pub fn check_url(raw: &str, policy: EgressPolicy) -> Result<Url, String> {
         "http" if policy.allow_loopback => {}
         other => return Err(format!("the scheme must be https, not {other:?}")),
     }
+    // The URL is stored with the run and shown in the outbox and the logs;
+    // a receiver checks the signature, not credentials in the URL.
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(
+            "the URL must not carry a user name or password (callbacks are signed; check the signature)"
+                .into(),
+        );
+    }
     match url.host() {
         None => Err("the URL has no host".into()),
         Some(Host::Ipv4(ip)) => check_ip(IpAddr::V4(ip), policy),
@@ -343,6 +351,25 @@ mod tests {
         ("file:///etc/passwd", true, true, "https"),
         ("gopher://example.com/", true, true, "https"),
         ("not a url", true, true, "absolute URL"),
+        // credentials in the URL
+        (
+            "https://user:pw@example.com/hook",
+            true,
+            true,
+            "user name or password",
+        ),
+        (
+            "https://user@example.com/hook",
+            true,
+            true,
+            "user name or password",
+        ),
+        (
+            "https://:pw@example.com/hook",
+            true,
+            true,
+            "user name or password",
+        ),
         ("/relative/path", true, true, "absolute URL"),
         // localhost and private-use names
         ("https://localhost/", true, false, "localhost"),
