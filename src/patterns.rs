@@ -18,29 +18,42 @@ use serde_json::Value;
 /// (`^[A-Z]{3}-\d{4}$`: 0.5 KiB; `^\p{L}+$`: 152 KiB).
 pub const MAX_PATTERN_AUTOMATON: usize = 1 << 20;
 
-/// Members whose values are data, not schemas: a `pattern` there is text.
-const DATA_MEMBERS: [&str; 4] = ["const", "default", "enum", "examples"];
+/// Keywords whose values are data, not schemas: a `pattern` there is text.
+const DATA_KEYWORDS: [&str; 4] = ["const", "default", "enum", "examples"];
+
+/// Keywords whose values map names (properties, definitions) to schemas:
+/// the names there are not keywords, whatever they spell.
+const NAMED_SCHEMAS: [&str; 5] = [
+    "properties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+];
 
 /// Refuses the first `pattern` (or `patternProperties` name) in `schema`
 /// whose automaton is larger than [`MAX_PATTERN_AUTOMATON`], naming it.
 /// Patterns the engine cannot take at all are left to the schema's compiler.
+/// Anything that is not known to be data is walked as a schema, so a
+/// property named `default` is checked like any other.
 pub fn refuse_costly(schema: &Value) -> Result<(), String> {
     match schema {
         Value::Object(members) => {
-            for (name, value) in members {
-                if DATA_MEMBERS.contains(&name.as_str()) {
-                    continue;
-                }
-                match (name.as_str(), value) {
+            for (keyword, value) in members {
+                match (keyword.as_str(), value) {
+                    (k, _) if DATA_KEYWORDS.contains(&k) => {}
                     ("pattern", Value::String(pattern)) => check(pattern)?,
                     ("patternProperties", Value::Object(by_pattern)) => {
-                        for pattern in by_pattern.keys() {
+                        for (pattern, sub) in by_pattern {
                             check(pattern)?;
+                            refuse_costly(sub)?;
                         }
                     }
-                    _ => {}
+                    (k, Value::Object(by_name)) if NAMED_SCHEMAS.contains(&k) => {
+                        by_name.values().try_for_each(refuse_costly)?
+                    }
+                    _ => refuse_costly(value)?,
                 }
-                refuse_costly(value)?;
             }
             Ok(())
         }
@@ -113,6 +126,13 @@ mod tests {
             json!({"type": "object", "patternProperties": {costly: {"type": "string"}}}),
             json!({"allOf": [{"type": "string"}, {"items": {"pattern": costly}}]}),
             json!({"$defs": {"x": {"propertyNames": {"pattern": costly}}}}),
+            // Properties and definitions named like data keywords are schemas.
+            json!({"properties": {"default": {"type": "string", "pattern": costly}}}),
+            json!({"properties": {"examples": {"pattern": costly}}}),
+            json!({"properties": {"const": {"properties": {"enum": {"pattern": costly}}}}}),
+            json!({"$defs": {"enum": {"pattern": costly}}}),
+            json!({"dependentSchemas": {"default": {"pattern": costly}}}),
+            json!({"patternProperties": {"^x$": {"properties": {"const": {"pattern": costly}}}}}),
         ] {
             let refused = refuse_costly(&schema).unwrap_err();
             assert!(

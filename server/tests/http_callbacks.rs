@@ -172,7 +172,10 @@ const REFUSED: &[(&str, &str)] = &[
     ("https://192.0.2.1/hook", "documentation"),
     ("https://198.18.0.1/hook", "benchmarking"),
     ("https://[2001:db8::1]/hook", "documentation"),
-    ("https://user:secret@hooks.example.com/hook", "user name or password"),
+    (
+        "https://user:secret@hooks.example.com/hook",
+        "user name or password",
+    ),
 ];
 
 #[tokio::test]

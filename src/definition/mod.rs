@@ -255,6 +255,9 @@ pub fn compile_new(raw: Value, caps: &Capabilities) -> Result<Workflow> {
     crate::text::refuse_nul(&raw, "definition")?;
     let wf = compile_with(raw, caps)?;
     for node in &wf.nodes {
+        if let Some(spec) = node.behaviour.interrupt() {
+            nodes::refuse_costly_patterns(&node.id, spec)?;
+        }
         let wait = match &node.behaviour {
             NodeBehaviour::Delay { delay_ms } => delay_ms.map(|ms| ("delayMs", ms)),
             other => other

@@ -211,10 +211,33 @@ fn compile_contract(node: &str, contract: Contract) -> Result<CompiledContract> 
     ] {
         tollgate_wire::schema_subset::check(schema)
             .map_err(|e| contract_err(format!("node \"{node}\": {what}: {e}")))?;
-        crate::patterns::refuse_costly(schema)
-            .map_err(|e| contract_err(format!("node \"{node}\": {what}: {e}")))?;
     }
     Ok(compiled)
+}
+
+/// Refuses an interrupt whose schemas (request, resume, each question's)
+/// hold a pattern too costly to check ([`crate::patterns`]). A limit for
+/// new definitions only: a stored one is compiled as it was accepted.
+pub(super) fn refuse_costly_patterns(node: &str, spec: &InterruptSpec) -> Result<()> {
+    let contract = spec.contract.contract();
+    for (what, schema) in [
+        ("requestSchema", &contract.request_schema),
+        ("resumeSchema", &contract.resume_schema),
+    ] {
+        crate::patterns::refuse_costly(schema).map_err(|e| EngineError::Validation {
+            field: Some(format!("nodes.{node}")),
+            details: Some(json!({ "nodeId": node })),
+            message: format!("node \"{node}\": {what}: {e}"),
+        })?;
+    }
+    let questions = spec.data.get("questions").and_then(Value::as_array);
+    for (i, q) in questions.into_iter().flatten().enumerate() {
+        if let Some(schema) = q.get("schema") {
+            crate::patterns::refuse_costly(schema)
+                .map_err(|e| node_err(node, format!("config.questions[{i}].schema: {e}")))?;
+        }
+    }
+    Ok(())
 }
 
 /// An approval gate's declared `outcomes` are its actions: any other is refused.
@@ -306,6 +329,14 @@ fn check_questions(node: &str, questions: &[Value]) -> Result<()> {
             ));
         }
         if let Some(s) = q.get("schema") {
+            // The answer's schema is the definition's: checked for cost at
+            // registration, never chosen by a run's inputs.
+            if binding::has_bindings(s) {
+                return Err(node_err(
+                    node,
+                    format!("config.questions[{i}].schema cannot be bound: how an answer is checked is fixed at registration"),
+                ));
+            }
             jsonschema::meta::validate(s).map_err(|e| {
                 node_err(
                     node,
@@ -314,8 +345,6 @@ fn check_questions(node: &str, questions: &[Value]) -> Result<()> {
             })?;
             // Compiled as an answer will be checked (its patterns included).
             crate::contract::build_validator(s)
-                .map_err(|e| node_err(node, format!("config.questions[{i}].schema: {e}")))?;
-            crate::patterns::refuse_costly(s)
                 .map_err(|e| node_err(node, format!("config.questions[{i}].schema: {e}")))?;
         }
         if let Some(found) = secrets::solicited_by_question(q) {
@@ -431,6 +460,12 @@ fn interrupt_node(node: &str, config: &Value, caps: &Capabilities) -> Result<Com
     };
     check_kind_data(node, kind, &data)?;
     if kind == InterruptKind::Clarification {
+        if is_bound(&data["questions"]) {
+            return Err(node_err(
+                node,
+                "config.data.questions cannot be bound as a whole (each answer's schema is fixed at registration); bind a question's text instead",
+            ));
+        }
         if let Some(q) = data["questions"].as_array() {
             check_questions(node, q)?;
         }

@@ -6,6 +6,14 @@ fn wf(nodes: Value, edges: Value) -> Result<Workflow> {
     compile(json!({"id": "w", "nodes": nodes, "edges": edges}))
 }
 
+/// As a definition offered for registration is compiled.
+fn wf_new(nodes: Value, edges: Value) -> Result<Workflow> {
+    compile_new(
+        json!({"id": "w", "nodes": nodes, "edges": edges}),
+        &Capabilities::ALL,
+    )
+}
+
 fn message(r: Result<Workflow>) -> String {
     match r {
         Err(EngineError::Validation { message, .. }) => message,
@@ -440,7 +448,7 @@ fn a_schema_pattern_too_costly_to_check_is_refused_where_it_stands() {
         ("resumeSchema", "resumeSchema"),
         ("requestSchema", "requestSchema"),
     ] {
-        let m = message(wf(
+        let m = message(wf_new(
             json!([{"id": "g", "typeId": "core.approvalGate", "config": {"title": "t", "actions": ["accept"], schema: costly}}]),
             json!([]),
         ));
@@ -451,7 +459,7 @@ fn a_schema_pattern_too_costly_to_check_is_refused_where_it_stands() {
             "{m}"
         );
     }
-    let m = message(wf(
+    let m = message(wf_new(
         json!([{"id": "q", "typeId": "core.clarificationGate", "config": {"questions": [{"id": "code", "question": "?", "schema": {"type": "string", "pattern": "a[ab]{1000}[^ab]"}}]}}]),
         json!([]),
     ));
@@ -460,8 +468,46 @@ fn a_schema_pattern_too_costly_to_check_is_refused_where_it_stands() {
         "{m}"
     );
     // Anchored, the same repetition is cheap and accepted.
-    wf(
+    wf_new(
         json!([{"id": "q", "typeId": "core.clarificationGate", "config": {"questions": [{"id": "code", "question": "?", "schema": {"type": "string", "pattern": "^a[ab]{1000}[^ab]"}}]}}]),
+        json!([]),
+    )
+    .unwrap();
+    // A limit for new definitions: a stored one compiles as it was accepted,
+    // so its runs go on after an upgrade.
+    wf(
+        json!([{"id": "g", "typeId": "core.approvalGate", "config": {"title": "t", "actions": ["accept"], "resumeSchema": costly}},
+               {"id": "q", "typeId": "core.clarificationGate", "config": {"questions": [{"id": "code", "question": "?", "schema": {"type": "string", "pattern": "a[ab]{1000}[^ab]"}}]}}]),
+        json!([]),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_questions_answer_schema_cannot_be_bound() {
+    let bind = json!({"$bind": {"type": "variable", "variableName": "schema"}});
+    let m = message(wf(
+        json!([{"id": "q", "typeId": "core.clarificationGate", "config": {"questions": [{"id": "code", "question": "?", "schema": bind}]}}]),
+        json!([]),
+    ));
+    assert!(m.contains("config.questions[0].schema cannot be bound"), "{m}");
+    let m = message(wf(
+        json!([{"id": "q", "typeId": "core.clarificationGate", "config": {"questions": [{"id": "code", "question": "?", "schema": {"type": "string", "pattern": bind}}]}}]),
+        json!([]),
+    ));
+    assert!(m.contains("config.questions[0].schema cannot be bound"), "{m}");
+    let m = message(wf(
+        json!([{"id": "q", "typeId": "core.interrupt", "config": {"kind": "clarification", "data": {"questions": bind}}}]),
+        json!([]),
+    ));
+    assert!(
+        m.contains("config.data.questions cannot be bound as a whole"),
+        "{m}"
+    );
+    // A question's text may be bound.
+    wf(
+        json!([{"id": "q", "typeId": "core.interrupt", "config": {"kind": "clarification", "data": {"questions": [
+            {"id": "code", "question": {"$bind": {"type": "template", "template": "Code for {{ inputs.who }}?"}}, "schema": {"type": "string"}}]}}}]),
         json!([]),
     )
     .unwrap();
