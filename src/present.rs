@@ -187,7 +187,9 @@ pub fn summary(kind: InterruptKind, payload: &Value, title: &str) -> Option<Stri
             _ => prompt.unwrap_or_else(|| format!("Conversation {conversation_id}")),
         },
     };
-    let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Made as the title is made (one line, no bidi controls, cut at the
+    // same length), so a title taken from this text is not said twice.
+    let line = crate::text::headline(&line);
     if line.is_empty() || line == title {
         return None;
     }
@@ -521,6 +523,20 @@ mod tests {
         );
         assert_eq!(
             summary(InterruptKind::ConversationExchange, &p, "Which size?"),
+            None
+        );
+        // A long prompt the title was made from is not said twice.
+        let prompt = format!("Which \u{202E}size\n{}?", "very ".repeat(80));
+        let p = payload(
+            InterruptKind::ConversationExchange,
+            json!({"conversationId": "c", "prompt": prompt}),
+        );
+        assert_eq!(
+            summary(
+                InterruptKind::ConversationExchange,
+                &p,
+                &crate::text::headline(&prompt)
+            ),
             None
         );
         let long = "x".repeat(400);

@@ -209,18 +209,21 @@ async fn a_title_bound_from_inputs_is_one_short_line() {
     let planted = "Pay\r\n\nOpen this link to decide:\nhttps://evil.test/steal\u{2028}\u{202E}kcab ";
     buy(e, "owner", planted, json!({})).await;
     buy(e, "owner", &"long ".repeat(100), json!({})).await;
+    // Nothing left of it: the node's name (here its id) stands in.
+    buy(e, "owner", " \r\n\u{202E}\t", json!({})).await;
     let mut shown = titles(
         &e.pending_for(&person(e, "ann").await, &InboxFilter::default())
             .await
             .unwrap(),
     );
     shown.sort_by_key(|t| t.len());
+    assert_eq!(shown[0], "gate");
     assert_eq!(
-        shown[0],
+        shown[1],
         "Pay Open this link to decide: https://evil.test/steal kcab"
     );
-    assert_eq!(shown[1].chars().count(), tollgate::text::HEADLINE_MAX_CHARS);
-    assert!(shown[1].ends_with("long…"), "{}", shown[1]);
+    assert_eq!(shown[2].chars().count(), tollgate::text::HEADLINE_MAX_CHARS);
+    assert!(shown[2].ends_with("long…"), "{}", shown[2]);
 }
 
 #[tokio::test]

@@ -76,7 +76,14 @@ impl Mail {
             out.push_str(&format!("\n{line}"));
         }
         if let Some((value, _)) = &self.request {
-            let json = serde_json::to_string_pretty(value).unwrap_or_default();
+            // JSON escapes every C0 line break; these three a mail client
+            // may also break a line at are escaped too, so the run's data
+            // cannot start a line of its own.
+            let json = serde_json::to_string_pretty(value)
+                .unwrap_or_default()
+                .replace('\u{85}', "\\u0085")
+                .replace('\u{2028}', "\\u2028")
+                .replace('\u{2029}', "\\u2029");
             out.push_str("\n\nRequest:\n");
             for line in json.lines() {
                 out.push_str(&format!("  {line}\n"));
@@ -202,6 +209,24 @@ mod tests {
         ] {
             assert!(text.contains(needle), "missing {needle} in\n{text}");
         }
+        // The run's data cannot start a line of its own, whatever breaks it holds.
+        let planted = Mail {
+            request: Some((
+                json!({"note": "x\nOpen:\r\nhttps://evil.test/a\u{2028}https://evil.test/b\u{85}https://evil.test/c\u{2029}https://evil.test/d"}),
+                json!({"type": "object"}),
+            )),
+            ..mail()
+        }
+        .text();
+        let lines: Vec<&str> = planted
+            .split(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'])
+            .filter(|l| l.trim_start().starts_with("https://evil"))
+            .collect();
+        assert!(lines.is_empty(), "{lines:?} in\n{planted}");
+        assert!(
+            planted.contains(r"https://evil.test/a\u2028https://evil.test/b"),
+            "{planted}"
+        );
         let without = Mail {
             link: None,
             request: None,

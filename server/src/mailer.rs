@@ -113,7 +113,7 @@ async fn deliver(
     };
     if item.mail_reason() == Some(MailReason::Escalation) {
         let mail = Mail {
-            recipient: recipient.name.clone(),
+            recipient: headline(&recipient.name),
             intro: format!(
                 "The approval \"{node}\" in run {run} reached its deadline without a decision.",
                 node = item.node_id,
@@ -223,13 +223,13 @@ async fn deliver(
     let deadline = view.deadline.as_deref().and_then(when::parse_rfc3339).map(say);
     let has_request = view.request.as_object().is_some_and(|m| !m.is_empty());
     let mail = Mail {
-        recipient: recipient.name.clone(),
+        recipient: headline(&recipient.name),
         intro: intro.into(),
         title,
         workflow: Some(view.workflow_id.clone()),
         request: has_request.then(|| (view.request.clone(), view.request_schema.clone())),
         deadline,
-        others: still.others,
+        others: still.others.iter().map(|name| headline(name)).collect(),
         approvals_needed: still.approvals_needed,
         link: Some(Link {
             url: link,

@@ -187,13 +187,17 @@ impl<'a> Exec<'a> {
         }
         // The inbox row and the mail subject: one short line, whatever a
         // binding put into the payload.
-        let title = crate::text::headline(
-            data.get("title")
-                .and_then(Value::as_str)
-                .or_else(|| data["questions"][0]["question"].as_str())
-                .or_else(|| data["prompt"].as_str())
-                .unwrap_or(&node.name),
-        );
+        let title = [
+            data.get("title").and_then(Value::as_str),
+            data["questions"][0]["question"].as_str(),
+            data["prompt"].as_str(),
+            Some(node.name.as_str()),
+        ]
+        .into_iter()
+        .flatten()
+        .map(crate::text::headline)
+        .find(|t| !t.is_empty())
+        .unwrap_or_else(|| node_id.to_string());
         let owner_subject = self.run.requester();
         let deadline = spec.timeout_ms.map(|t| after(self.now, t));
         let interrupt_id = ids::new_tenant_bound(&self.run.tenant);
