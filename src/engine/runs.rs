@@ -350,7 +350,7 @@ impl Engine {
         let policy = self.callback_policy().ok_or_else(|| {
             refuse("this host does not deliver callbacks (no [callbacks] secret configured)".into())
         })?;
-        crate::egress::check_url(url, policy)
+        crate::egress::check_new_url(url, policy)
             .map(|u| u.to_string())
             .map_err(refuse)
     }
