@@ -852,7 +852,8 @@ impl<'a> Browser<'a> {
     /// A form post from another site that also carries `authorization` (as
     /// a browser adds credentials it holds for a proxy by itself).
     pub async fn post_cross_site(&self, path: &str, fields: &[(&str, &str)], authorization: &str) -> u16 {
-        self.post_cross_site_as(
+        self.post_from(
+            "cross-site",
             path,
             fields,
             "application/x-www-form-urlencoded",
@@ -861,10 +862,24 @@ impl<'a> Browser<'a> {
         .await
     }
 
-    /// A post from another site's page with this person's cookie, its body
-    /// urlencoded under the `content_type` given (the case a page chose).
+    /// A post from a sibling site's page (`same-site`: the browser sends a
+    /// `Lax` cookie along) with this person's cookie, its body urlencoded
+    /// under the `content_type` given (the case a page chose).
     pub async fn post_cross_site_as(
         &self,
+        path: &str,
+        fields: &[(&str, &str)],
+        content_type: &str,
+        authorization: Option<&str>,
+    ) -> u16 {
+        self.post_from("same-site", path, fields, content_type, authorization)
+            .await
+    }
+
+    /// A post from another origin, its `Sec-Fetch-Site` as given.
+    async fn post_from(
+        &self,
+        fetch_site: &str,
         path: &str,
         fields: &[(&str, &str)],
         content_type: &str,
@@ -876,7 +891,7 @@ impl<'a> Browser<'a> {
             .post(self.s.url(path))
             .header("cookie", &self.cookie)
             .header("origin", "http://evil.example")
-            .header("sec-fetch-site", "same-site")
+            .header("sec-fetch-site", fetch_site)
             .header("content-type", content_type)
             .body(body);
         if let Some(authorization) = authorization {
