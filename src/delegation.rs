@@ -62,7 +62,8 @@ pub fn seat(
     }
     let mut decided = None;
     for d in delegators()? {
-        if d.id == caster.id || d.tenant != caster.tenant {
+        // Nobody votes for a delegator on the delegator's own request.
+        if d.id == caster.id || d.tenant != caster.tenant || requesters.iter().any(|r| r.as_ref() == d.id) {
             continue;
         }
         if let Ok(via) = rules.eligibility(&d, requesters, holds_respond) {

@@ -520,3 +520,110 @@ async fn an_admin_reassigns_one_pending_seat_and_nothing_more() {
     assert!(reassigned.iter().any(|i| i.run_id == fourth.as_str()));
     assert_eq!(page.delegated.len(), 3);
 }
+
+fn new_hire(id: &str, name: &str, groups: &[&str]) -> tollgate::engine::admin::PrincipalEdit {
+    tollgate::engine::admin::PrincipalEdit {
+        id: id.into(),
+        name: name.into(),
+        email: Some(format!("{id}@new.example")),
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+        roles: vec![],
+        is_override: false,
+    }
+}
+
+/// A person removed from the directory takes their delegations and keys
+/// along: whoever is later given the same id — in this tenant or another —
+/// inherits no seat, no key, and the tenant's listing never shows the other
+/// tenant's name.
+#[tokio::test]
+async fn nothing_of_a_removed_person_passes_to_whoever_gets_their_id() {
+    let f = fixture().await;
+    let e = &f.engine;
+    let root = session(e, "root").await;
+    // Ann hands her decisions to Dan; Dan leaves and a new "dan" is hired.
+    let given = delegate(e, "ann", "dan", 300).await;
+    e.remove_principal("dan").await.unwrap();
+    let listed = e.delegation(&root, &given.delegation_id).await.unwrap();
+    assert_eq!(listed.state, DelegationState::Revoked, "{listed:?}");
+    e.save_principal(&root, new_hire("dan", "Dan the new hire", &[]))
+        .await
+        .unwrap();
+    let run = start_as(e, "owner", "one").await;
+    assert!(matches!(
+        vote(e, "dan", &run, "accept").await,
+        Err(EngineError::Forbidden(_))
+    ));
+    // The other way round: Ann leaves; her id's new holder lends Dan nothing.
+    delegate(e, "ann", "cat", 300).await;
+    e.remove_principal("ann").await.unwrap();
+    e.save_principal(&root, new_hire("ann", "Ann the second", &["finance"]))
+        .await
+        .unwrap();
+    assert!(matches!(
+        vote(e, "cat", &run, "accept").await,
+        Err(EngineError::Forbidden(_))
+    ));
+    assert!(seats(e, &run).await.is_empty());
+
+    // Cat's key and Cat's delegation, then Cat's id taken by the other tenant.
+    e.create_api_key(
+        &root,
+        "cat",
+        &["runs:read".to_string()],
+        Some("acme payroll bot".into()),
+    )
+    .await
+    .unwrap();
+    let to_bob = delegate(e, "cat", "bob", 30).await;
+    e.remove_principal("cat").await.unwrap();
+    let eve = session(e, "eve").await;
+    e.save_principal(&eve, new_hire("cat", "ACMF-SECRET Cat", &[]))
+        .await
+        .unwrap();
+    let keys = e.api_keys(&eve).await.unwrap();
+    assert!(
+        keys.iter()
+            .all(|k| k.label.as_deref() != Some("acme payroll bot")),
+        "{keys:?}"
+    );
+    let listed = e.delegation(&root, &to_bob.delegation_id).await.unwrap();
+    assert!(!format!("{listed:?}").contains("ACMF"), "{listed:?}");
+}
+
+/// A delegator lends their seat only while they could decide themselves:
+/// once they are no longer a person (no password, no address), their
+/// delegate cannot decide for them either.
+#[tokio::test]
+async fn a_delegator_who_can_no_longer_decide_lends_no_seat() {
+    let f = fixture().await;
+    let e = &f.engine;
+    delegate(e, "ann", "dan", 7).await;
+    let run = start_as(e, "owner", "one").await;
+    common::add(e, [common::person("ann", "acme", &["finance"], &[], false)]).await;
+    assert!(!e.holds_respond("ann").await.unwrap());
+    assert!(matches!(
+        vote(e, "dan", &run, "accept").await,
+        Err(EngineError::Forbidden(_))
+    ));
+    assert!(seats(e, &run).await.is_empty());
+    // An address again: the delegation (still live) counts again.
+    common::add(e, [common::person("ann", "acme", &["finance"], &[], true)]).await;
+    assert_eq!(vote(e, "dan", &run, "accept").await.unwrap(), "completed");
+}
+
+/// A delegate never decides the delegator's own request, even on a gate
+/// that lets its requester approve: nobody votes for a delegator there.
+#[tokio::test]
+async fn a_delegate_does_not_decide_the_delegators_own_request() {
+    let f = fixture().await;
+    let e = &f.engine;
+    delegate(e, "ann", "dan", 7).await;
+    let hers = start_as(e, "ann", "one").await;
+    assert!(matches!(
+        vote(e, "dan", &hers, "accept").await,
+        Err(EngineError::Forbidden(_))
+    ));
+    // Ann may, on this gate.
+    assert_eq!(vote(e, "ann", &hers, "accept").await.unwrap(), "completed");
+}

@@ -379,6 +379,28 @@ async fn bulk_refuses_per_pick_what_a_single_decision_would() {
     assert_eq!(status(e, &finance).await, ("pending".to_string(), 0));
 }
 
+/// A pick spelled another way (the escapes of its run id in either case,
+/// or escaping a letter that needs none) is the same pick: decided once.
+#[tokio::test]
+async fn a_pick_spelled_twice_is_decided_once() {
+    let f = fixture().await;
+    let e = &f.engine;
+    let run = start_as(e, "owner", "pair", json!({})).await;
+    let encoded = tollgate::ids::encode_path_id(&run);
+    assert!(encoded.contains("~2F"), "{encoded}");
+    let spellings = [
+        pick(&run),
+        tollgate_wire::inbox::pick_value(&encoded.replace("~2F", "~2f"), "gate"),
+        tollgate_wire::inbox::pick_value(
+            &format!("~{:02X}{}", encoded.as_bytes()[0], &encoded[1..]),
+            "gate",
+        ),
+    ];
+    let results = decide(e, "ann", "reject", &spellings).await;
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].decided, "{results:?}");
+}
+
 #[tokio::test]
 async fn a_repeated_bulk_vote_counts_once() {
     let f = fixture().await;

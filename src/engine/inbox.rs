@@ -426,12 +426,14 @@ impl Engine {
                 ))
             }
         };
-        // First occurrence order; a set, so a post of many repeats stays linear.
+        // First occurrence order; a set, so a post of many repeats stays
+        // linear. Picks are told apart by what they name, not how they are
+        // spelled (`~2F` and `~2f` are the same run), so none is decided twice.
         let mut seen = HashSet::with_capacity(picks.len());
         let distinct: Vec<&str> = picks
             .iter()
             .map(String::as_str)
-            .filter(|p| seen.insert(*p))
+            .filter(|p| seen.insert(pick_identity(p)))
             .collect();
         if distinct.is_empty() {
             return Err(EngineError::validation(
@@ -713,4 +715,11 @@ impl Engine {
             .await?
             .ok_or_else(|| EngineError::NotFound("no such interrupt".into()))
     }
+}
+
+/// What a pick names: (run, node) when it parses, else the pick as given.
+fn pick_identity(pick: &str) -> (String, String) {
+    tollgate_wire::inbox::split_pick(pick)
+        .and_then(|(run, node)| Some((crate::ids::parse_run_id(run).ok()?.to_string(), node.to_string())))
+        .unwrap_or_else(|| (pick.to_string(), String::new()))
 }

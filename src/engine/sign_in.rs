@@ -126,8 +126,10 @@ impl Engine {
             .and_then(|(phc, _)| phc))
     }
 
-    /// Removes a principal from the directory: their console sessions end
-    /// and their API keys are revoked. Votes they cast stay in the audit.
+    /// Removes a principal from the directory: their console sessions end,
+    /// their API keys are deleted and the delegations they gave or were
+    /// given revoked (a later holder of the id inherits none of them).
+    /// Votes they cast stay in the audit.
     pub async fn remove_principal(&self, principal_id: &str) -> Result<()> {
         let (id, now) = (principal_id.to_string(), self.now());
         let this = self.clone();

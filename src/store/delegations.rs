@@ -1,6 +1,7 @@
 //! The delegations' statements. Every read names the tenant, so an id of
 //! another tenant finds nothing.
 
+use super::directory::IS_PERSON_P as IS_PERSON;
 use super::{Store, WriteConn};
 use crate::args;
 use crate::clock::Millis;
@@ -51,12 +52,15 @@ type PrincipalColumns = (String, String, String, Option<String>, String, String,
 /// Live at `now`: not revoked, started, not ended.
 const LIVE: &str = "d.revoked_at IS NULL AND d.starts_at <= ? AND (d.ends_at IS NULL OR d.ends_at > ?)";
 
-/// [`delegators_of`]'s statement.
+/// [`delegators_of`]'s statement: a delegator lends their seat only while
+/// they still are a person (as when the delegation was made), so one who
+/// can no longer decide cannot through a delegate either.
 static DELEGATORS_OF: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT p.id, p.tenant, p.name, p.email, p.groups, p.roles, p.is_override \
          FROM delegations d JOIN principals p ON p.id = d.delegator AND p.tenant = d.tenant \
          WHERE d.tenant = ? AND d.delegate = ? AND {LIVE} AND (d.interrupt_id IS NULL OR d.interrupt_id = ?) \
+         AND {IS_PERSON} = 1 \
          ORDER BY d.interrupt_id IS NULL, d.created_at, d.delegation_id"
     )
 });
@@ -141,7 +145,8 @@ pub(crate) fn revoke(conn: &WriteConn, tenant: &str, id: &str, by: &str, now: Mi
 const ROW: &str = "SELECT d.delegation_id, d.delegator, a.name AS delegator_name, d.delegate, b.name AS delegate_name, \
     d.starts_at, d.ends_at, d.interrupt_id, i.run_id, i.node_id, i.title, i.status AS interrupt_status, d.reason, \
     d.created_by, d.created_at, d.revoked_at, d.revoked_by \
-    FROM delegations d LEFT JOIN principals a ON a.id = d.delegator LEFT JOIN principals b ON b.id = d.delegate \
+    FROM delegations d LEFT JOIN principals a ON a.id = d.delegator AND a.tenant = d.tenant \
+    LEFT JOIN principals b ON b.id = d.delegate AND b.tenant = d.tenant \
     LEFT JOIN interrupts i ON i.interrupt_id = d.interrupt_id";
 
 impl Store {

@@ -13,6 +13,9 @@ use std::collections::HashMap;
 /// 1 for a person (a console password or an email address: they sign in,
 /// or receive links), 0 for a service principal.
 const IS_PERSON: &str = "CASE WHEN password_hash IS NOT NULL OR COALESCE(email, '') <> '' THEN 1 ELSE 0 END";
+/// [`IS_PERSON`] over `principals p`.
+pub(crate) const IS_PERSON_P: &str =
+    "CASE WHEN p.password_hash IS NOT NULL OR COALESCE(p.email, '') <> '' THEN 1 ELSE 0 END";
 
 // A principal's keys, and a tenant's, each by the index of keys by principal
 // (asserted on SQLite's plans in `store::sqlite`'s tests).
@@ -108,14 +111,22 @@ pub(crate) fn set_password(conn: &WriteConn, id: &str, phc: Option<&str>) -> Res
     )
 }
 
-/// Removes a principal and revokes its keys; false when there was no such principal.
+/// Removes a principal with their keys, and revokes the delegations they
+/// gave or were given; false when there was no such principal. Nothing of
+/// theirs outlives them: a person later given the same id (in this tenant
+/// or another) inherits no key and no seat.
 pub(crate) fn remove_principal(conn: &WriteConn, id: &str, now: Millis) -> Result<bool> {
     conn.execute(
-        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE principal = ?",
-        args![now, id],
+        "UPDATE delegations SET revoked_at = ?, revoked_by = ? WHERE revoked_at IS NULL \
+         AND (delegator = ? OR delegate = ?) AND tenant = (SELECT tenant FROM principals WHERE id = ?)",
+        args![now, REMOVED_BY, id, id, id],
     )?;
+    conn.execute("DELETE FROM api_keys WHERE principal = ?", args![id])?;
     Ok(conn.execute("DELETE FROM principals WHERE id = ?", args![id])? > 0)
 }
+
+/// Who revoked a delegation its delegator or delegate was removed from the directory.
+pub(crate) const REMOVED_BY: &str = "directory: person removed";
 
 /// The digests of a principal's keys, read inside a command.
 pub(crate) fn key_hashes(conn: &WriteConn, id: &str) -> Result<Vec<String>> {
