@@ -23,6 +23,19 @@ pub fn check_tenant_id(field: &str, s: &str) -> Result<()> {
     }
 }
 
+/// [`is_node_id`] as a validation error naming `nodeId` (the id is not
+/// echoed: a page or an API answer never repeats what it refuses).
+pub fn check_node_id(s: &str) -> Result<()> {
+    if is_node_id(s) {
+        Ok(())
+    } else {
+        Err(EngineError::validation(
+            "nodeId",
+            "nodeId does not match ^[A-Za-z0-9._~:-]{1,128}$",
+        ))
+    }
+}
+
 /// The exact set of tenant-bound ids (`tenant/opaque`) of one tenant, as a
 /// range: from `tenant/` up to, not including, `tenant0` (`0` follows `/`).
 /// Every query that scopes rows by a tenant-bound column uses it, never a

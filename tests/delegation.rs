@@ -627,3 +627,57 @@ async fn a_delegate_does_not_decide_the_delegators_own_request() {
     // Ann may, on this gate.
     assert_eq!(vote(e, "ann", &hers, "accept").await.unwrap(), "completed");
 }
+
+/// An unknown person is named back only when the text could be an id.
+#[tokio::test]
+async fn an_unknown_delegate_is_named_back_only_when_it_could_be_an_id() {
+    let f = fixture().await;
+    let e = &f.engine;
+    let ann = session(e, "ann").await;
+    for (delegate, said) in [
+        ("zed", "delegate: no person \"zed\" in this tenant"),
+        ("za\u{0}ed", "delegate: no person in this tenant"),
+    ] {
+        let new = NewDelegation {
+            delegate: delegate.into(),
+            ..until(3)
+        };
+        let refused = e.delegate(&ann, new).await.unwrap_err();
+        assert_eq!(refused.to_string(), said);
+    }
+    let new = NewDelegation {
+        delegate: "z".repeat(100_000),
+        ..until(3)
+    };
+    let refused = e.delegate(&ann, new).await.unwrap_err();
+    assert_eq!(refused.to_string(), "delegate: no person in this tenant");
+}
+
+/// A vote is judged by the directory as the resolve's command finds it, not
+/// as it was when the request arrived: a change another process (or
+/// instance) committed while the vote waited is seen — here a removal from
+/// the approving group and a removal from the directory, made through a
+/// second engine while this one's cached entry is still fresh.
+#[tokio::test]
+async fn a_vote_is_judged_by_the_directory_at_its_command() {
+    let f = fixture().await;
+    let e = &f.engine;
+    let run = start_as(e, "owner", "one").await;
+    // Warm this engine's cache of Ann and Bob (both in finance).
+    let ann = session(e, "ann").await;
+    let bob = session(e, "bob").await;
+    let other = f.open_again().await;
+    common::add(&other, [common::person("ann", "acme", &[], &[], true)]).await;
+    other.remove_principal("bob").await.unwrap();
+    assert!(matches!(
+        e.resolve(&run, "gate", json!({"action": "accept"}), &ann, None)
+            .await,
+        Err(EngineError::Forbidden(_))
+    ));
+    assert!(matches!(
+        e.resolve(&run, "gate", json!({"action": "accept"}), &bob, None)
+            .await,
+        Err(EngineError::Forbidden(_))
+    ));
+    assert!(seats(e, &run).await.is_empty());
+}

@@ -485,3 +485,25 @@ async fn the_instances_pending_count_follows_every_way_an_interrupt_closes() {
     assert_eq!(e.pending_interrupts().await.unwrap(), 0);
     assert_eq!(e.run_count().await.unwrap(), 5, "runs are kept");
 }
+
+/// A node id that is not one is refused naming `nodeId`, and not repeated.
+#[tokio::test]
+async fn an_interrupt_asked_for_by_a_malformed_node_id_is_refused_naming_it() {
+    let f = fixture().await;
+    let e = &f.engine;
+    let run = start_as(e, "owner", "pair", json!({})).await;
+    let actor = Actor::session(person(e, "ann").await);
+    for node in [
+        "x".repeat(200_000),
+        "ga te".into(),
+        "g\u{0}".into(),
+        String::new(),
+    ] {
+        let refused = e.inspect_interrupt(&run, &node, &actor).await.unwrap_err();
+        assert!(
+            !refused.to_string().contains(&node) || node.is_empty(),
+            "{refused}"
+        );
+        assert_eq!(field_of(refused).as_deref(), Some("nodeId"));
+    }
+}

@@ -517,7 +517,10 @@ impl Engine {
             }
             None => None,
         };
-        self.set_password_hash(principal_id, phc.as_deref()).await
+        // The write checks the tenant again: the id may have moved to another
+        // tenant while the password was hashed.
+        self.set_password_hash_in(Some(tenant), principal_id, phc.as_deref())
+            .await
     }
 
     async fn tenant_principal(&self, tenant: &str, id: &str) -> Result<Principal> {
@@ -568,7 +571,8 @@ impl Engine {
         }
         let label = crate::text::optional_text(label, "label", MAX_LABEL_CHARS)?;
         let key = auth::generate_key();
-        self.put_api_key(&key, principal_id, &scopes, label).await?;
+        self.insert_tenant_api_key(tenant, &key, principal_id, &scopes, label)
+            .await?;
         Ok(NewApiKey {
             id: auth::hash_key(&key)[..KEY_ID_LEN].to_string(),
             key,

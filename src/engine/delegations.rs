@@ -39,8 +39,13 @@ impl Engine {
         if id.is_empty() {
             return Err(EngineError::validation(field, format!("{field} is required")));
         }
-        let unknown =
-            || EngineError::validation(field, format!("{field}: no person \"{id}\" in this tenant"));
+        // Named back only when it could be an id (no control characters, not huge).
+        let shown = if id.chars().count() <= 128 && !id.chars().any(char::is_control) {
+            format!(" {id:?}")
+        } else {
+            String::new()
+        };
+        let unknown = || EngineError::validation(field, format!("{field}: no person{shown} in this tenant"));
         let p = self
             .principal(id)
             .await?

@@ -118,6 +118,47 @@ impl Engine {
         Ok(())
     }
 
+    /// Stores a new key for a principal of `tenant` (a tenant admin's act);
+    /// the write itself checks the tenant (404 when the principal is not of it).
+    pub(crate) async fn insert_tenant_api_key(
+        &self,
+        tenant: &str,
+        key: &str,
+        principal: &str,
+        scopes: &[Scope],
+        label: Option<String>,
+    ) -> Result<()> {
+        let hash = auth::hash_key(key);
+        let (t, h, p, now, scopes) = (
+            tenant.to_string(),
+            hash.clone(),
+            principal.to_string(),
+            self.now(),
+            scopes.to_vec(),
+        );
+        let notice = self.peer_message(peers::Change::ApiKey(hash.clone()));
+        self.inner
+            .store
+            .write(move |conn| {
+                peers::notify_in(conn, &notice)?;
+                match crate::store::directory::insert_tenant_api_key(
+                    conn,
+                    &t,
+                    &h,
+                    &p,
+                    &scopes,
+                    label.as_deref(),
+                    now,
+                )? {
+                    0 => Err(EngineError::NotFound(format!("principal \"{p}\" not found"))),
+                    _ => Ok(()),
+                }
+            })
+            .await?;
+        self.forget_api_key(&hash);
+        Ok(())
+    }
+
     /// Drops a key from the cache; the next use reads the database again.
     pub(crate) fn forget_api_key(&self, hash: &str) {
         self.inner.keys.write().expect("lock").remove(hash);

@@ -214,28 +214,13 @@ impl Engine {
             actor.tenant().to_string(),
             actor.clone(),
         );
-        // Membership as it is now: the directory cache is kept current by every directory write.
-        let principal = self
-            .principal(&actor.principal.id)
-            .await?
-            .unwrap_or_else(|| actor.principal.clone());
-        let now = self.now();
         // `apply_resolve` reads and decides, then writes once.
         let outcome = self
             .inner
             .store
             .write_decided(move |conn| {
                 run_idempotent(conn, &tenant, &actor.principal.id, idem, |conn| {
-                    this.apply_resolve(
-                        conn,
-                        &rid,
-                        &nid,
-                        interrupt_id.as_deref(),
-                        resume_value,
-                        &actor,
-                        &principal,
-                        now,
-                    )
+                    this.apply_resolve(conn, &rid, &nid, interrupt_id.as_deref(), resume_value, &actor)
                 })
             })
             .await?;
@@ -245,7 +230,6 @@ impl Engine {
         Ok(outcome)
     }
 
-    #[allow(clippy::too_many_arguments)] // one command's inputs, passed once
     pub(super) fn apply_resolve(
         &self,
         conn: &WriteConn,
@@ -254,11 +238,22 @@ impl Engine {
         interrupt_id: Option<&str>,
         resume_value: Value,
         actor: &Actor,
-        principal: &Principal,
-        now: Millis,
     ) -> Result<Resolved> {
         let run = load_run_for_update(conn, run_id)?
             .ok_or_else(|| EngineError::NotFound(format!("no run {run_id}")))?;
+        // Who votes, and when, as of now that the run is held: a request that
+        // waited for the run (another instance's command holding it) is judged
+        // by the directory and the clock after the wait, so a removal, a group
+        // change or the deadline committed meanwhile is not overtaken.
+        let now = self.now();
+        let principal = &crate::store::directory::principal_now(conn, &actor.principal.id)?
+            .filter(|p| p.tenant == actor.principal.tenant)
+            .ok_or_else(|| {
+                EngineError::Forbidden(format!(
+                    "{} is no longer in the directory of this tenant",
+                    actor.principal.id
+                ))
+            })?;
         // The node state names the row of its interrupt (SQLite), saving a search.
         let nodes = node_rows(&run)?;
         let known = nodes

@@ -93,27 +93,43 @@ impl Engine {
     /// moves the password generation on, which ends the principal's open
     /// console sessions; storing the same hash again (a restart) does not.
     pub async fn set_password_hash(&self, principal_id: &str, phc: Option<&str>) -> Result<()> {
+        self.set_password_hash_in(None, principal_id, phc).await
+    }
+
+    /// [`Engine::set_password_hash`], written only if the principal is of
+    /// `tenant` when one is given: the write itself checks, so a person
+    /// removed and re-created in another tenant meanwhile is not touched.
+    pub(crate) async fn set_password_hash_in(
+        &self,
+        tenant: Option<&str>,
+        principal_id: &str,
+        phc: Option<&str>,
+    ) -> Result<()> {
         if let Some(phc) = phc {
             passwords::check_phc(phc)?;
         }
+        let tenant = tenant.map(str::to_string);
         let (id, phc) = (principal_id.to_string(), phc.map(str::to_string));
         let notice = self.peer_message(super::peers::Change::Principal(id.clone()));
-        let changed = self
+        let written = self
             .inner
             .store
             .write(move |conn| {
                 super::peers::notify_in(conn, &notice)?;
-                crate::store::directory::set_password(conn, &id, phc.as_deref())
+                match crate::store::directory::set_password(conn, &id, tenant.as_deref(), phc.as_deref())? {
+                    0 if tenant.is_some() => {
+                        Err(EngineError::NotFound(format!("principal \"{id}\" not found")))
+                    }
+                    0 => Err(EngineError::validation(
+                        "principal",
+                        format!("unknown principal \"{id}\""),
+                    )),
+                    _ => Ok(()),
+                }
             })
-            .await?;
+            .await;
         self.forget_credentials(principal_id);
-        if changed == 0 {
-            return Err(EngineError::validation(
-                "principal",
-                format!("unknown principal \"{principal_id}\""),
-            ));
-        }
-        Ok(())
+        written
     }
 
     /// A principal's stored password hash, if they have one.

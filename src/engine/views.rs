@@ -62,6 +62,7 @@ impl Engine {
         actor: &Actor,
     ) -> Result<InterruptView> {
         self.read_run(run_id, actor).await?;
+        crate::ids::check_node_id(node_id)?;
         let row = self
             .inner
             .store

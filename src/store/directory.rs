@@ -91,6 +91,26 @@ pub(crate) fn put_api_key(
     Ok(())
 }
 
+/// Stores a new key's digest for a principal of `tenant`: written only if
+/// the principal is of that tenant as the statement runs (their id may have
+/// moved to another tenant since it was checked). Returns the rows written.
+pub(crate) fn insert_tenant_api_key(
+    conn: &WriteConn,
+    tenant: &str,
+    hash: &str,
+    principal: &str,
+    scopes: &[Scope],
+    label: Option<&str>,
+    now: Millis,
+) -> Result<usize> {
+    let scope_text = scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ");
+    conn.execute(
+        "INSERT INTO api_keys (key_hash, principal, scopes, label, created_at, revoked_at) \
+         SELECT ?, ?, ?, ?, ?, NULL WHERE EXISTS (SELECT 1 FROM principals WHERE id = ? AND tenant = ?)",
+        args![hash, principal, scope_text, label, now, principal, tenant],
+    )
+}
+
 /// Puts a token id on the revocation list (again is a no-op).
 pub(crate) fn revoke_token(conn: &WriteConn, jti: &str, now: Millis) -> Result<()> {
     conn.execute(
@@ -100,15 +120,39 @@ pub(crate) fn revoke_token(conn: &WriteConn, jti: &str, now: Millis) -> Result<(
     Ok(())
 }
 
-/// Sets (or, with `None`, clears) a principal's password hash; the password
-/// generation moves on when the hash changes, ending their sessions.
-/// Returns the rows changed (0: no such principal).
-pub(crate) fn set_password(conn: &WriteConn, id: &str, phc: Option<&str>) -> Result<usize> {
-    conn.execute(
-        "UPDATE principals SET password_generation = password_generation + \
-         CASE WHEN password_hash IS DISTINCT FROM ?1 THEN 1 ELSE 0 END, password_hash = ?1 WHERE id = ?2",
-        args![phc, id],
-    )
+/// Sets (or, with `None`, clears) a principal's password hash — only in
+/// `tenant` when one is given (a tenant admin's act). When the hash changes
+/// the password generation becomes a new random value, ending the
+/// principal's sessions: random, not counted, so a session of a removed
+/// person never matches whoever is later given the same id (a count would
+/// start again at the same numbers). Returns the rows changed (0: no such
+/// principal, or not in `tenant`).
+pub(crate) fn set_password(
+    conn: &WriteConn,
+    id: &str,
+    tenant: Option<&str>,
+    phc: Option<&str>,
+) -> Result<usize> {
+    macro_rules! set {
+        () => {
+            "UPDATE principals SET password_generation = \
+             CASE WHEN password_hash IS DISTINCT FROM ?1 THEN ?2 ELSE password_generation END, \
+             password_hash = ?1 WHERE id = ?3"
+        };
+    }
+    let generation = new_generation();
+    match tenant {
+        None => conn.execute(set!(), args![phc, generation, id]),
+        Some(t) => conn.execute(concat!(set!(), " AND tenant = ?4"), args![phc, generation, id, t]),
+    }
+}
+
+/// A password generation no earlier one of any principal is likely to
+/// have had (63 random bits; never 0, a new row's).
+fn new_generation() -> i64 {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the operating system's random source");
+    (i64::from_le_bytes(bytes) & i64::MAX).max(1)
 }
 
 /// Removes a principal with their keys, and revokes the delegations they
@@ -127,6 +171,31 @@ pub(crate) fn remove_principal(conn: &WriteConn, id: &str, now: Millis) -> Resul
 
 /// Who revoked a delegation its delegator or delegate was removed from the directory.
 pub(crate) const REMOVED_BY: &str = "directory: person removed";
+
+/// A principal as the command sees the directory now (inside a resolve:
+/// after the run's lock, so a change committed while it waited is seen).
+pub(crate) fn principal_now(conn: &WriteConn, id: &str) -> Result<Option<Principal>> {
+    type Columns = (String, String, String, Option<String>, String, String, i64);
+    let row: Option<Columns> = conn.query_opt(
+        "SELECT id, tenant, name, email, groups, roles, is_override FROM principals WHERE id = ?",
+        args![id],
+        |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        },
+    )?;
+    row.map(|(id, tenant, name, email, groups, roles, o)| {
+        crate::directory::principal_from_columns(id, tenant, name, email, &groups, &roles, o != 0)
+    })
+    .transpose()
+}
 
 /// The digests of a principal's keys, read inside a command.
 pub(crate) fn key_hashes(conn: &WriteConn, id: &str) -> Result<Vec<String>> {

@@ -267,14 +267,8 @@ pub struct InspectQuery {
 
 /// A node id from the path: 400 naming `nodeId` when it is not of the grammar.
 pub(super) fn parse_node_id(s: &str) -> ApiResult<String> {
-    if tollgate::ids::is_node_id(s) {
-        Ok(s.to_string())
-    } else {
-        Err(ApiError::validation(
-            "nodeId",
-            "nodeId does not match ^[A-Za-z0-9._~:-]{1,128}$",
-        ))
-    }
+    tollgate::ids::check_node_id(s)?;
+    Ok(s.to_string())
 }
 
 #[utoipa::path(
