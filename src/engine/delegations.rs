@@ -39,13 +39,18 @@ impl Engine {
         if id.is_empty() {
             return Err(EngineError::validation(field, format!("{field} is required")));
         }
-        // Named back only when it could be an id (no control characters, not huge).
-        let shown = if id.chars().count() <= 128 && !id.chars().any(char::is_control) {
+        // Named back only when it could be an id (no control characters, not
+        // huge); what cannot be one is nobody, on either store, unread.
+        let could_be_id = id.chars().count() <= 128 && !id.chars().any(char::is_control);
+        let shown = if could_be_id {
             format!(" {id:?}")
         } else {
             String::new()
         };
         let unknown = || EngineError::validation(field, format!("{field}: no person{shown} in this tenant"));
+        if !could_be_id {
+            return Err(unknown());
+        }
         let p = self
             .principal(id)
             .await?
