@@ -74,6 +74,10 @@ impl EngineOptions {
 /// How long an API key's grant is trusted from the cache before it is read again.
 pub const API_KEY_RECHECK_MS: Millis = 10_000;
 
+/// How long a stream waiting on a store other instances share goes without
+/// reading again when no notice arrives (see [`Engine::shares_store`]).
+pub const PEER_RECHECK: std::time::Duration = std::time::Duration::from_secs(5);
+
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<Inner>,
@@ -304,6 +308,14 @@ impl Engine {
         engine.load_registered().await?;
         engine.reload_token_keys().await?;
         Ok(engine)
+    }
+
+    /// Whether other instances commit to this store (PostgreSQL with peers):
+    /// their notices come after their commits, and one that dies between
+    /// the two never sends its own, so a waiting stream also reads again
+    /// now and then ([`PEER_RECHECK`]).
+    pub fn shares_store(&self) -> bool {
+        self.inner.peers.is_some()
     }
 
     /// The optional protocol families this instance offers.

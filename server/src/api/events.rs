@@ -193,11 +193,15 @@ fn event_stream(
                         if terminal {
                             return None;
                         }
-                        // Wait for this run's log to grow.
+                        // Wait for this run's log to grow; on a shared store
+                        // also read again now and then, as a notice of an
+                        // instance that died after its commit never comes.
+                        let shared = c.engine.shares_store();
                         loop {
                             let notice = tokio::select! {
                                 n = c.notices.recv() => n,
                                 _ = c.closing.changed() => return None,
+                                _ = tokio::time::sleep(tollgate::engine::PEER_RECHECK), if shared => break,
                             };
                             match notice {
                                 Ok(id) if id == c.run_id => break,
