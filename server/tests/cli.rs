@@ -431,6 +431,31 @@ fn schemas_agree_with_real_shapes() {
     assert_eq!(event["additionalProperties"], false);
 }
 
+/// Output into a pipe nobody reads any more (`… | head`) ends the command
+/// quietly: no panic, no error.
+#[test]
+fn a_closed_output_pipe_ends_a_command_quietly() {
+    let good =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../workflows/conformance/conformance-approval.json");
+    for args in [
+        vec!["workflow", "validate", good.to_str().unwrap()],
+        vec!["schema", "Event"],
+    ] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?}\n{stderr}", out.status);
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn workflow_validate_good_and_bad() {
     let good =

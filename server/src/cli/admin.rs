@@ -15,13 +15,12 @@ pub(super) fn validate_workflow(file: &Path) -> anyhow::Result<i32> {
         serde_json::from_str(&text).map_err(|e| anyhow!("{}: not JSON: {e}", file.display()))?;
     match Engine::validate_workflow(raw) {
         Ok(wf) => {
-            println!("{}", json!({"valid": true, "id": wf.id, "nodes": wf.nodes.len()}));
+            super::print_line(&json!({"valid": true, "id": wf.id, "nodes": wf.nodes.len()}).to_string());
             Ok(0)
         }
         Err(e) => {
-            println!(
-                "{}",
-                json!({"valid": false, "error": e.to_string(), "details": e.details()})
+            super::print_line(
+                &json!({"valid": false, "error": e.to_string(), "details": e.details()}).to_string(),
             );
             eprintln!("{}: invalid: {e}", file.display());
             Ok(1)

@@ -482,7 +482,7 @@ pub fn run(command: Command) -> i32 {
 fn execute(command: Command) -> anyhow::Result<i32> {
     match command {
         Command::Schema { name } => {
-            print!("{}", schemas::text(name));
+            print_text(schemas::text(name));
             Ok(0)
         }
         Command::Workflow(WorkflowArgs {
@@ -557,8 +557,24 @@ fn read_file(path: &std::path::Path) -> anyhow::Result<String> {
 }
 
 fn print_json(v: &Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
-    );
+    print_line(&serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()));
+}
+
+/// Writes one line of output (see [`print_text`]).
+fn print_line(text: &str) {
+    print_text(&format!("{text}\n"));
+}
+
+/// Writes output. A reader that stopped reading (`| head`) ends the
+/// command quietly, as it does any Unix tool; `print!` would panic.
+fn print_text(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: writing the output: {e}");
+        std::process::exit(1);
+    }
 }

@@ -213,7 +213,6 @@ pub(super) async fn run(remote: Remote, command: RunCommand) -> anyhow::Result<i
 }
 
 async fn events(client: &Client, run_id: &str, follow: bool, mut after: i64) -> anyhow::Result<()> {
-    use std::io::Write;
     if !follow {
         // What is there now: the JSON variant of the event stream.
         let r = client
@@ -228,11 +227,9 @@ async fn events(client: &Client, run_id: &str, follow: bool, mut after: i64) -> 
                 &[("Accept", "application/json".to_string())],
             )
             .await?;
-        let mut out = std::io::stdout().lock();
         for e in r["events"].as_array().into_iter().flatten() {
-            writeln!(out, "{e}")?;
+            super::print_line(&e.to_string());
         }
-        out.flush()?;
         return Ok(());
     }
     let base = format!("/runs/{}/events/poll", run_seg(run_id));
@@ -247,14 +244,12 @@ async fn events(client: &Client, run_id: &str, follow: bool, mut after: i64) -> 
             ))
             .await?;
         let list = r["events"].as_array().cloned().unwrap_or_default();
-        let mut out = std::io::stdout().lock();
         for e in &list {
-            writeln!(out, "{e}")?;
+            super::print_line(&e.to_string());
             if let Some(s) = e["sequence"].as_i64() {
                 after = after.max(s);
             }
         }
-        out.flush()?;
         // The run ended and its log is drained.
         if r["isTerminal"].as_bool().unwrap_or(false) && list.is_empty() {
             return Ok(());
