@@ -5,7 +5,7 @@ use super::directory::IS_PERSON_P as IS_PERSON;
 use super::{Store, WriteConn};
 use crate::args;
 use crate::clock::Millis;
-use crate::directory::{principal_from_columns, Principal};
+use crate::directory::Principal;
 use crate::error::Result;
 use std::sync::LazyLock;
 
@@ -46,9 +46,6 @@ pub(crate) struct NewDelegationRow<'a> {
     pub created_at: Millis,
 }
 
-/// A principal's columns: (id, tenant, name, email, groups, roles, is_override).
-type PrincipalColumns = (String, String, String, Option<String>, String, String, i64);
-
 /// Live at `now`: not revoked, started, not ended.
 const LIVE: &str = "d.revoked_at IS NULL AND d.starts_at <= ? AND (d.ends_at IS NULL OR d.ends_at > ?)";
 
@@ -82,26 +79,11 @@ pub(crate) fn delegators_of(
     interrupt_id: &str,
     now: Millis,
 ) -> Result<Vec<Principal>> {
-    let rows: Vec<PrincipalColumns> = conn.query_map(
+    conn.query_map(
         &DELEGATORS_OF,
         args![caster.tenant, caster.id, now, now, interrupt_id],
-        |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-            ))
-        },
-    )?;
-    rows.into_iter()
-        .map(|(id, tenant, name, email, groups, roles, o)| {
-            principal_from_columns(id, tenant, name, email, &groups, &roles, o != 0)
-        })
-        .collect()
+        super::directory::principal_of_row,
+    )
 }
 
 /// The tenant's live whole-period delegations at `now` as (delegator,

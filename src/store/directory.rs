@@ -175,26 +175,26 @@ pub(crate) const REMOVED_BY: &str = "directory: person removed";
 /// A principal as the command sees the directory now (inside a resolve:
 /// after the run's lock, so a change committed while it waited is seen).
 pub(crate) fn principal_now(conn: &WriteConn, id: &str) -> Result<Option<Principal>> {
-    type Columns = (String, String, String, Option<String>, String, String, i64);
-    let row: Option<Columns> = conn.query_opt(
+    conn.query_opt(
         "SELECT id, tenant, name, email, groups, roles, is_override FROM principals WHERE id = ?",
         args![id],
-        |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-            ))
-        },
-    )?;
-    row.map(|(id, tenant, name, email, groups, roles, o)| {
-        crate::directory::principal_from_columns(id, tenant, name, email, &groups, &roles, o != 0)
-    })
-    .transpose()
+        principal_of_row,
+    )
+}
+
+/// A principal from a row of (id, tenant, name, email, groups, roles, is_override).
+pub(crate) fn principal_of_row(r: &super::Row) -> Result<Principal> {
+    let (groups, roles): (String, String) = (r.get(4)?, r.get(5)?);
+    let is_override: i64 = r.get(6)?;
+    principal_from_columns(
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        &groups,
+        &roles,
+        is_override != 0,
+    )
 }
 
 /// The digests of a principal's keys, read inside a command.
