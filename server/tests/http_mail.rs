@@ -9,10 +9,12 @@ use common::*;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-/// The people and settings every mail test adds to the base configuration.
-fn mail_config(dir: &TestDir, smtp: &Smtp, people: &str) {
+/// The people (Mia and `others`) and settings every mail test adds to the
+/// base configuration.
+fn mail_config(dir: &TestDir, smtp: &Smtp, others: &str) {
     let mut config = std::fs::read_to_string(dir.config_path()).unwrap();
-    config.push_str(people);
+    config.push_str(MIA);
+    config.push_str(others);
     config.push_str(
         r#"
 [[token_keys]]
@@ -26,6 +28,15 @@ poll_interval_ms = 50
     config.push_str(&smtp.toml());
     std::fs::write(dir.config_path(), config).unwrap();
 }
+
+/// Mia, a reviewer with an address, as every mail test has her.
+const MIA: &str = r#"
+[[principals]]
+id = "mia"
+name = "Mia Mail"
+email = "mia@example.com"
+groups = ["reviewers"]
+"#;
 
 /// The link (to the token page) of a mail's text part.
 fn link_of(mail: &Received) -> String {
@@ -70,12 +81,6 @@ async fn a_raised_interrupt_mails_each_eligible_person_what_is_asked_with_their_
         &dir,
         &smtp,
         r#"
-[[principals]]
-id = "mia"
-name = "Mia Mail"
-email = "mia@example.com"
-groups = ["reviewers"]
-
 [[principals]]
 id = "zoe"
 name = "Zoë Zed"
@@ -206,12 +211,6 @@ async fn an_audience_only_person_gets_a_view_only_link() {
         &smtp,
         r#"
 [[principals]]
-id = "mia"
-name = "Mia Mail"
-email = "mia@example.com"
-groups = ["reviewers"]
-
-[[principals]]
 id = "noah"
 name = "Noah Notified"
 email = "noah@example.com"
@@ -307,17 +306,7 @@ groups = ["elsewhere"]
 async fn a_title_from_inputs_cannot_plant_lines_in_the_mail() {
     let mut smtp = Smtp::start().await;
     let dir = TestDir::new();
-    mail_config(
-        &dir,
-        &smtp,
-        r#"
-[[principals]]
-id = "mia"
-name = "Mia Mail"
-email = "mia@example.com"
-groups = ["reviewers"]
-"#,
-    );
+    mail_config(&dir, &smtp, "");
     let server = Server::start(&dir).await;
     server
         .register(json!({"id": "titled", "nodes": [gate("gate", json!({
