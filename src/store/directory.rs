@@ -11,11 +11,22 @@ use crate::error::{EngineError, Result};
 use std::collections::HashMap;
 
 /// 1 for a person (a console password or an email address: they sign in,
-/// or receive links), 0 for a service principal.
-const IS_PERSON: &str = "CASE WHEN password_hash IS NOT NULL OR COALESCE(email, '') <> '' THEN 1 ELSE 0 END";
+/// or receive links), 0 for a service principal; over `principals` with
+/// the column prefix given (`""` or an alias such as `"p."`).
+macro_rules! is_person {
+    ($prefix:literal) => {
+        concat!(
+            "CASE WHEN ",
+            $prefix,
+            "password_hash IS NOT NULL OR COALESCE(",
+            $prefix,
+            "email, '') <> '' THEN 1 ELSE 0 END"
+        )
+    };
+}
+const IS_PERSON: &str = is_person!("");
 /// [`IS_PERSON`] over `principals p`.
-pub(crate) const IS_PERSON_P: &str =
-    "CASE WHEN p.password_hash IS NOT NULL OR COALESCE(p.email, '') <> '' THEN 1 ELSE 0 END";
+pub(crate) const IS_PERSON_P: &str = is_person!("p.");
 
 // A principal's keys, and a tenant's, each by the index of keys by principal
 // (asserted on SQLite's plans in `store::sqlite`'s tests).
